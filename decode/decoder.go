@@ -1,0 +1,89 @@
+package decode
+
+import (
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Decoder is a stateful, per-connection protocol decoder. The pipeline feeds
+// it in-order bytes of one direction at a time; it emits units through the
+// Emit function it was built with, in wire order per direction.
+//
+// A Decoder never blocks, never panics on input, and bounds what it buffers
+// (see [Options]). Data passed to Feed is only valid during the call: a
+// decoder that needs bytes later copies them.
+type Decoder interface {
+	// Feed gives the decoder the next bytes of direction dir; t is the
+	// capture time of the packet that carried them.
+	Feed(dir Dir, data []byte, t time.Time)
+	// Gap tells the decoder that n bytes of direction dir were lost (n < 0
+	// when unknown). The decoder drops any partial unit and resynchronises.
+	Gap(dir Dir, n int, t time.Time)
+	// End tells the decoder that direction dir is finished; a partial unit
+	// left in its buffer is emitted with an error.
+	End(dir Dir, t time.Time)
+}
+
+// Emit receives the units a decoder produces. The unit is handed over: the
+// decoder does not touch it again.
+type Emit func(*Unit)
+
+// Factory builds a Decoder for one connection.
+type Factory func(c *Conn, opt *Options, emit Emit) Decoder
+
+// Options are the limits and switches every decoder honours.
+type Options struct {
+	// ShowSecrets disables redaction of credentials.
+	ShowSecrets bool
+	// MaxFrame is the largest frame or message accepted (bytes); larger
+	// claims are reported as errors without allocating what they claim.
+	MaxFrame int
+	// MaxBuffered bounds the bytes buffered per direction while waiting for
+	// the rest of a unit.
+	MaxBuffered int
+	// MaxMessage bounds a reassembled message (AMQP 1.0 transfers, AMQP
+	// 0-9-1 content bodies kept for display).
+	MaxMessage int
+	// MaxDecompressed bounds the bytes one compressed container may inflate
+	// to (decompression-bomb guard).
+	MaxDecompressed int
+	// PgCompression lets the PostgreSQL decoder know compression was
+	// negotiated out of band; normally it is detected from the stream.
+	PgCompression bool
+}
+
+// Default limits.
+const (
+	DefaultMaxFrame        = 256 << 20
+	DefaultMaxBuffered     = 64 << 20
+	DefaultMaxMessage      = 128 << 20
+	DefaultMaxDecompressed = 64 << 20
+)
+
+// DefaultOptions returns the limits used when a flag does not say otherwise.
+func DefaultOptions() *Options {
+	return &Options{
+		MaxFrame:        DefaultMaxFrame,
+		MaxBuffered:     DefaultMaxBuffered,
+		MaxMessage:      DefaultMaxMessage,
+		MaxDecompressed: DefaultMaxDecompressed,
+	}
+}
+
+// Redacted is what replaces a secret in every output unless secrets are shown.
+const Redacted = "<redacted>"
+
+// ErrTruncated reports input that ended before a complete structure.
+var ErrTruncated = errors.New("truncated")
+
+// OffsetError is a decode error at a byte offset of a unit or stream.
+type OffsetError struct {
+	Proto  string // "amqp0-9-1", ...
+	Offset int64
+	Msg    string
+}
+
+func (e *OffsetError) Error() string {
+	return e.Proto + ": " + e.Msg + " at offset " + strconv.FormatInt(e.Offset, 10)
+}

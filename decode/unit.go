@@ -1,0 +1,164 @@
+package decode
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Proto names a wire protocol wiretap decodes.
+type Proto uint8
+
+const (
+	ProtoUnknown Proto = iota
+	ProtoAMQP091
+	ProtoAMQP10
+	ProtoPgSQL
+)
+
+var protoNames = [...]string{"unknown", "amqp0-9-1", "amqp1.0", "pgsql"}
+
+// String returns the protocol's name as INTERFACES.md spells it
+// ("amqp0-9-1", "amqp1.0", "pgsql").
+func (p Proto) String() string {
+	if int(p) < len(protoNames) {
+		return protoNames[p]
+	}
+	return "unknown"
+}
+
+// ParseProto accepts the names String returns, plus a few common aliases.
+func ParseProto(s string) (Proto, bool) {
+	switch s {
+	case "amqp0-9-1", "amqp091", "amqp", "amqp0.9.1":
+		return ProtoAMQP091, true
+	case "amqp1.0", "amqp10", "amqp1-0":
+		return ProtoAMQP10, true
+	case "pgsql", "postgres", "postgresql", "pg":
+		return ProtoPgSQL, true
+	}
+	return ProtoUnknown, false
+}
+
+// Dir is the direction of a unit within its connection.
+type Dir uint8
+
+const (
+	// DirF is client to server ("F" for frontend, as libpq's trace says).
+	DirF Dir = 0
+	// DirB is server to client ("B" for backend).
+	DirB Dir = 1
+)
+
+// String returns "F" or "B".
+func (d Dir) String() string {
+	if d == DirB {
+		return "B"
+	}
+	return "F"
+}
+
+// Other returns the opposite direction.
+func (d Dir) Other() Dir { return d ^ 1 }
+
+// Conn describes one TCP connection as the pipeline sees it.
+type Conn struct {
+	// ID numbers connections from 1 in order of their first packet.
+	ID     int
+	Client netip.AddrPort
+	Server netip.AddrPort
+	Proto  Proto
+	// First is the time of the connection's first packet.
+	First time.Time
+	// Units and Bytes count what was decoded per direction (index by Dir).
+	Units [2]int
+	Bytes [2]int64
+	// Warnings and Errors count units carrying them.
+	Warnings int
+	Errors   int
+	// Checksums counts AMQP 1.0 checksum verdicts by status.
+	Checksums [3]int
+	// Notes holds per-connection reports (compression ratios, TLS, ...),
+	// printed at the end of a headless run and shown in the TUI.
+	Notes []string
+}
+
+// ChecksumStatus is the verdict on an AMQP 1.0 end-to-end checksum.
+type ChecksumStatus uint8
+
+const (
+	ChecksumOK ChecksumStatus = iota
+	ChecksumMismatch
+	ChecksumAbsent
+)
+
+var checksumNames = [...]string{"ok", "mismatch", "absent"}
+
+func (s ChecksumStatus) String() string {
+	if int(s) < len(checksumNames) {
+		return checksumNames[s]
+	}
+	return "absent"
+}
+
+// Checksum is the end-to-end checksum verdict of the message a transfer
+// completes.
+type Checksum struct {
+	// Algorithm is "crc-32" or "adler-32"; empty when Status is absent.
+	Algorithm string
+	Status    ChecksumStatus
+	Expected  uint32
+	Actual    uint32
+}
+
+// Unit is one protocol frame or message on the wire (or nested inside
+// another unit, such as a message inside PostgreSQL's CompressedMessages).
+type Unit struct {
+	// N is assigned by the pipeline in output order, from 1.
+	N    int
+	Conn *Conn
+	Dir  Dir
+	// Time is the capture time of the packet that completed the unit.
+	Time  time.Time
+	Proto Proto
+	// Channel is the AMQP channel; HasChannel says whether it applies.
+	Channel    uint16
+	HasChannel bool
+	// Type is the unit's type as INTERFACES.md names it ("basic.publish",
+	// "transfer", "DataRow").
+	Type    string
+	Summary string
+	// Offset is the position of the unit's first byte in its direction's
+	// stream (for nested units: in the decompressed stream).
+	Offset int64
+	// Len is the unit's length on the wire, headers included.
+	Len int
+	// Raw holds the unit's exact bytes. The unit owns it.
+	Raw []byte
+	// Parent is the container that carried this unit, if any.
+	Parent *Unit
+	// MessageID is AMQP 1.0's properties.message-id of a completed message.
+	MessageID string
+	Checksum  *Checksum
+	Warnings  []string
+	// Err says why this unit, or the stream from here, could not be decoded.
+	Err string
+	// Secret marks units that carried credentials (already redacted in Raw
+	// unless the decoder was told to show secrets).
+	Secret bool
+
+	// Dissect builds the unit's field tree on demand. Nil means the unit has
+	// no fields beyond its header.
+	Dissect func(u *Unit) []*Field
+}
+
+// Fields returns the unit's field tree, decoding it now. Callers that look
+// repeatedly should keep the result.
+func (u *Unit) Fields() []*Field {
+	if u.Dissect == nil {
+		return nil
+	}
+	return u.Dissect(u)
+}
+
+// Warn appends a warning to the unit.
+func (u *Unit) Warn(msg string) { u.Warnings = append(u.Warnings, msg) }
