@@ -1,0 +1,40 @@
+package decode
+
+import (
+	"sort"
+	"sync"
+)
+
+// FieldName describes a filterable field for completion and help.
+type FieldName struct {
+	Name  string // "amqp.method.arguments.routing_key"
+	Proto Proto
+	Doc   string // one short line
+}
+
+var (
+	namesMu sync.RWMutex
+	names   = map[string]FieldName{}
+)
+
+// RegisterFieldNames makes field names known to the filter language's
+// completion and help. Protocol packages call it from init.
+func RegisterFieldNames(fs ...FieldName) {
+	namesMu.Lock()
+	defer namesMu.Unlock()
+	for _, f := range fs {
+		names[f.Name] = f
+	}
+}
+
+// FieldNames returns every registered field name, sorted.
+func FieldNames() []FieldName {
+	namesMu.RLock()
+	defer namesMu.RUnlock()
+	out := make([]FieldName, 0, len(names))
+	for _, f := range names {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
