@@ -1,0 +1,275 @@
+package output
+
+import (
+	"encoding/hex"
+	"io"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// JSONOptions select optional keys.
+type JSONOptions struct {
+	// Raw adds each unit's exact bytes as lowercase hex.
+	Raw bool
+	// NoFields leaves out the field tree (cheaper; used by exports of
+	// summaries only).
+	NoFields bool
+}
+
+// JSON writes one object per line per unit, with the keys of INTERFACES.md.
+type JSON struct {
+	w   io.Writer
+	opt JSONOptions
+	buf []byte
+}
+
+// NewJSON returns a JSON-lines writer on w. Call Flush at the end.
+func NewJSON(w io.Writer, opt JSONOptions) *JSON {
+	return &JSON{w: w, opt: opt, buf: make([]byte, 0, 64<<10)}
+}
+
+// Unit appends u's object.
+func (j *JSON) Unit(u *decode.Unit) error {
+	j.buf = AppendJSON(j.buf, u, j.opt)
+	j.buf = append(j.buf, '\n')
+	if len(j.buf) >= 60<<10 {
+		return j.Flush()
+	}
+	return nil
+}
+
+// Flush writes what is buffered.
+func (j *JSON) Flush() error {
+	if len(j.buf) == 0 {
+		return nil
+	}
+	_, err := j.w.Write(j.buf)
+	j.buf = j.buf[:0]
+	return err
+}
+
+// AppendJSON appends u as one JSON object (no newline).
+func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
+	b = append(b, `{"n":`...)
+	b = strconv.AppendInt(b, int64(u.N), 10)
+	b = append(b, `,"time":"`...)
+	b = u.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if c := u.Conn; c != nil {
+		b = append(b, `,"conn":`...)
+		b = strconv.AppendInt(b, int64(c.ID), 10)
+		if c.Client.IsValid() {
+			b = append(b, `,"client":"`...)
+			b = c.Client.AppendTo(b)
+			b = append(b, `","server":"`...)
+			b = c.Server.AppendTo(b)
+			b = append(b, '"')
+		}
+	}
+	b = append(b, `,"dir":"`...)
+	b = append(b, u.Dir.String()...)
+	b = append(b, `","proto":"`...)
+	b = append(b, u.Proto.String()...)
+	b = append(b, '"')
+	if u.HasChannel {
+		b = append(b, `,"channel":`...)
+		b = strconv.AppendUint(b, uint64(u.Channel), 10)
+	}
+	b = append(b, `,"type":`...)
+	b = AppendString(b, u.Type)
+	b = append(b, `,"len":`...)
+	b = strconv.AppendInt(b, int64(u.Len), 10)
+	b = append(b, `,"summary":`...)
+	b = AppendString(b, u.Summary)
+	if u.Parent != nil {
+		b = append(b, `,"parent":`...)
+		b = strconv.AppendInt(b, int64(u.Parent.N), 10)
+	}
+	if u.MessageID != "" {
+		b = append(b, `,"message_id":`...)
+		b = AppendString(b, u.MessageID)
+	}
+	if c := u.Checksum; c != nil {
+		b = append(b, `,"checksum":{`...)
+		if c.Algorithm != "" {
+			b = append(b, `"algorithm":`...)
+			b = AppendString(b, c.Algorithm)
+			b = append(b, ',')
+		}
+		b = append(b, `"status":"`...)
+		b = append(b, c.Status.String()...)
+		b = append(b, '"')
+		if c.Status != decode.ChecksumAbsent {
+			b = append(b, `,"expected":`...)
+			b = strconv.AppendUint(b, uint64(c.Expected), 10)
+			b = append(b, `,"actual":`...)
+			b = strconv.AppendUint(b, uint64(c.Actual), 10)
+		}
+		b = append(b, '}')
+	}
+	if !opt.NoFields {
+		if fs := u.Fields(); len(fs) > 0 {
+			b = append(b, `,"fields":`...)
+			b = appendFieldMap(b, fs)
+		}
+	}
+	if len(u.Warnings) > 0 {
+		b = append(b, `,"warnings":[`...)
+		for i, w := range u.Warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendString(b, w)
+		}
+		b = append(b, ']')
+	}
+	if u.Err != "" {
+		b = append(b, `,"error":`...)
+		b = AppendString(b, u.Err)
+	}
+	if opt.Raw {
+		b = append(b, `,"raw":"`...)
+		b = hex.AppendEncode(b, u.Raw)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// appendFieldMap renders fields as an object keyed by Key; a key used twice
+// gets a "#2" suffix so the object stays valid for every JSON parser.
+func appendFieldMap(b []byte, fs []*decode.Field) []byte {
+	b = append(b, '{')
+	var seen map[string]int
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key := f.Key
+		if seen == nil && len(fs) > 1 {
+			seen = make(map[string]int, len(fs))
+		}
+		if seen != nil {
+			seen[key]++
+			if k := seen[key]; k > 1 {
+				key += "#" + strconv.Itoa(k)
+			}
+		}
+		b = AppendString(b, key)
+		b = append(b, ':')
+		b = appendFieldValue(b, f)
+	}
+	return append(b, '}')
+}
+
+func appendFieldValue(b []byte, f *decode.Field) []byte {
+	switch {
+	case f.Kind == decode.KindList:
+		b = append(b, '[')
+		for i, k := range f.Kids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendFieldValue(b, k)
+		}
+		return append(b, ']')
+	case f.Kind == decode.KindMap, f.Value == nil && len(f.Kids) > 0:
+		return appendFieldMap(b, f.Kids)
+	}
+	return AppendValue(b, f.Value)
+}
+
+// AppendValue renders a typed field value as JSON.
+func AppendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case string:
+		return AppendString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case uint64:
+		return strconv.AppendUint(b, x, 10)
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return AppendString(b, strconv.FormatFloat(x, 'g', -1, 64))
+		}
+		return strconv.AppendFloat(b, x, 'g', -1, 64)
+	case float32:
+		f := float64(x)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return AppendString(b, strconv.FormatFloat(f, 'g', -1, 32))
+		}
+		return strconv.AppendFloat(b, f, 'g', -1, 32)
+	case []byte:
+		b = append(b, '"')
+		b = hex.AppendEncode(b, x)
+		return append(b, '"')
+	case time.Time:
+		b = append(b, '"')
+		b = x.UTC().AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"')
+	case interface{ String() string }:
+		return AppendString(b, x.String())
+	}
+	return append(b, "null"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string, escaping what RFC 8259 requires
+// and replacing invalid UTF-8 with U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,168 @@
+package output
+
+import (
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Text writes one line per unit, like tshark's summary lines:
+//
+//	number  seconds-since-first-unit  conn  dir  channel  summary
+//
+// dir is F (client to server), B (server to client) or B*/F* for a unit
+// carried inside another (PostgreSQL CompressedMessages). Errors and
+// warnings follow the summary in brackets.
+type Text struct {
+	w     io.Writer
+	buf   []byte
+	first time.Time
+	begun bool
+}
+
+// NewText returns a text writer on w. Call Flush at the end.
+func NewText(w io.Writer) *Text { return &Text{w: w, buf: make([]byte, 0, 64<<10)} }
+
+// Unit appends u's line.
+func (t *Text) Unit(u *decode.Unit) error {
+	if !t.begun {
+		t.first, t.begun = u.Time, true
+	}
+	b := t.buf
+	b = appendPadInt(b, u.N, 7)
+	b = append(b, ' ')
+	b = appendSeconds(b, u.Time.Sub(t.first))
+	b = append(b, ' ')
+	id := 0
+	if u.Conn != nil {
+		id = u.Conn.ID
+	}
+	b = appendPadInt(b, id, 4)
+	b = append(b, ' ')
+	b = append(b, u.Dir.String()...)
+	if u.Parent != nil {
+		b = append(b, '*')
+	} else {
+		b = append(b, ' ')
+	}
+	b = append(b, ' ')
+	if u.HasChannel {
+		b = append(b, "ch"...)
+		n := len(b)
+		b = strconv.AppendUint(b, uint64(u.Channel), 10)
+		for i := len(b) - n; i < 5; i++ {
+			b = append(b, ' ')
+		}
+	} else {
+		b = append(b, "-      "...)
+	}
+	b = append(b, ' ')
+	b = appendPrintable(b, u.Summary)
+	if u.Checksum != nil && u.Checksum.Status != decode.ChecksumAbsent {
+		b = appendChecksum(b, u.Checksum)
+	}
+	for _, w := range u.Warnings {
+		b = append(b, " [warning: "...)
+		b = appendPrintable(b, w)
+		b = append(b, ']')
+	}
+	if u.Err != "" {
+		b = append(b, " [error: "...)
+		b = appendPrintable(b, u.Err)
+		b = append(b, ']')
+	}
+	b = append(b, '\n')
+	t.buf = b
+	if len(b) >= 60<<10 {
+		return t.Flush()
+	}
+	return nil
+}
+
+func appendChecksum(b []byte, c *decode.Checksum) []byte {
+	b = append(b, " ["...)
+	b = append(b, c.Algorithm...)
+	b = append(b, ' ')
+	b = append(b, c.Status.String()...)
+	if c.Status == decode.ChecksumMismatch {
+		b = append(b, " expected="...)
+		b = strconv.AppendUint(b, uint64(c.Expected), 10)
+		b = append(b, " actual="...)
+		b = strconv.AppendUint(b, uint64(c.Actual), 10)
+	}
+	return append(b, ']')
+}
+
+// Line appends free text (end-of-run reports) after the unit lines.
+func (t *Text) Line(s string) error {
+	t.buf = append(t.buf, s...)
+	t.buf = append(t.buf, '\n')
+	return nil
+}
+
+// Flush writes what is buffered.
+func (t *Text) Flush() error {
+	if len(t.buf) == 0 {
+		return nil
+	}
+	_, err := t.w.Write(t.buf)
+	t.buf = t.buf[:0]
+	return err
+}
+
+func appendPadInt(b []byte, v, width int) []byte {
+	var tmp [20]byte
+	s := strconv.AppendInt(tmp[:0], int64(v), 10)
+	for i := len(s); i < width; i++ {
+		b = append(b, ' ')
+	}
+	return append(b, s...)
+}
+
+// appendSeconds renders d as seconds with microsecond precision, width 11.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	if d < 0 {
+		d = 0
+	}
+	us := int64(d / time.Microsecond)
+	sec, frac := us/1e6, us%1e6
+	var tmp [24]byte
+	s := strconv.AppendInt(tmp[:0], sec, 10)
+	for i := len(s) + 7; i < 11; i++ {
+		b = append(b, ' ')
+	}
+	b = append(b, s...)
+	b = append(b, '.')
+	f := strconv.AppendInt(tmp[:0], frac, 10)
+	for i := len(f); i < 6; i++ {
+		b = append(b, '0')
+	}
+	return append(b, f...)
+}
+
+// appendPrintable appends s with control characters escaped (\n, \xNN), so
+// one unit is always one line whatever a peer put in its strings.
+func appendPrintable(b []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != 0x7f {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	return append(b, s[start:]...)
+}
