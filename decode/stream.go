@@ -38,6 +38,9 @@ func (s *Stream) Keep(consumed int, tail []byte) {
 		return
 	}
 	if len(s.buf) > 0 && &tail[0] == &s.buf[len(s.buf)-len(tail)] {
+		if len(tail) == len(s.buf) {
+			return // nothing consumed: waiting for the rest of a large unit
+		}
 		n := copy(s.buf, tail)
 		s.buf = s.buf[:n]
 		return

@@ -146,6 +146,11 @@ type Unit struct {
 	// unless the decoder was told to show secrets).
 	Secret bool
 
+	// Ext holds protocol-specific decoded state that the protocol package
+	// reads back through its own accessors (amqp10.MessageOf); other
+	// packages treat it as opaque.
+	Ext any
+
 	// Dissect builds the unit's field tree on demand. Nil means the unit has
 	// no fields beyond its header.
 	Dissect func(u *Unit) []*Field

@@ -1,0 +1,452 @@
+package capture
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Assembler reassembles TCP connections from packets and feeds a
+// [Handler]. It is not safe for concurrent use.
+//
+// Sequence numbers are compared in 32-bit modular arithmetic (RFC 9293
+// section 3.4), so streams wrap around 2^32 correctly.
+type Assembler struct {
+	h     Handler
+	opt   Options
+	stats *Stats
+
+	conns  map[flowKey]*conn
+	open   int     // connections in conns that are not closed
+	closed []*conn // closed connections kept to absorb their trailing packets, oldest first
+	nextID int
+	// buffered counts out-of-order bytes held for all connections.
+	buffered int
+
+	seg         segment
+	idleCheck   time.Time // capture time of the last idle check
+	warnedFlows bool
+	warnedTotal bool
+}
+
+// flowKey is a connection's 4-tuple with the lower address first, so both
+// directions find the same connection.
+type flowKey struct{ lo, hi netip.AddrPort }
+
+func keyOf(a, b netip.AddrPort) flowKey {
+	if a.Compare(b) > 0 {
+		a, b = b, a
+	}
+	return flowKey{a, b}
+}
+
+type conn struct {
+	flow     Flow
+	key      flowKey
+	half     [2]half // [0]: from A, [1]: from B
+	closed   bool
+	last     time.Time
+	buffered int
+	warned   bool
+}
+
+// half is one direction of a connection.
+type half struct {
+	started bool   // next is known
+	synSeen bool   // started by a SYN, whose sequence number is isn
+	unknown bool   // started mid-stream: Gap(-1) is owed before the first bytes
+	finSeen bool   // a FIN was seen at finSeq
+	done    bool   // every byte up to the FIN was delivered
+	isn     uint32 // initial sequence number, when synSeen
+	next    uint32 // sequence number of the next byte to deliver
+	finSeq  uint32
+	ooo     []pending // out-of-order segments, ordered by seq
+}
+
+// pending is an out-of-order segment waiting for the bytes before it.
+type pending struct {
+	seq     uint32
+	data    []byte
+	missing int
+	fin     bool
+	t       time.Time
+}
+
+// NewAssembler returns an Assembler that feeds h. stats, when not nil,
+// receives the counts (the Assembler updates it in place); opt may be nil.
+func NewAssembler(h Handler, opt *Options, stats *Stats) *Assembler {
+	if stats == nil {
+		stats = new(Stats)
+	}
+	return &Assembler{
+		h:     h,
+		opt:   opt.withDefaults(),
+		stats: stats,
+		conns: make(map[flowKey]*conn),
+	}
+}
+
+// Stats returns the counts the Assembler updates.
+func (a *Assembler) Stats() *Stats { return a.stats }
+
+// Packet decodes one captured packet and, when it is a TCP segment, feeds
+// it to reassembly. p.Data is not retained.
+func (a *Assembler) Packet(p *Packet) {
+	a.stats.Packets++
+	a.stats.Bytes += int64(len(p.Data))
+	if idle := a.opt.IdleTimeout; idle > 0 {
+		if a.idleCheck.IsZero() {
+			a.idleCheck = p.Time
+		} else if p.Time.Sub(a.idleCheck) >= idle/4 {
+			a.idleCheck = p.Time
+			a.FlushIdle(p.Time, idle)
+		}
+	}
+	switch decodeSegment(p.Link, p.Data, &a.seg) {
+	case decodedTCP:
+		a.stats.TCP++
+		a.segment(&a.seg, p.Time)
+	case decodedFragment:
+		a.stats.Fragments++
+	default:
+		a.stats.Skipped++
+	}
+}
+
+func (a *Assembler) segment(s *segment, t time.Time) {
+	key := keyOf(s.src, s.dst)
+	c := a.conns[key]
+	syn := s.flags&(tcpSYN|tcpACK) == tcpSYN // a connection request, not its answer
+	if c != nil && syn && c.isNewConnection(s) {
+		if !c.closed {
+			a.closeConn(c, t)
+		}
+		c = nil
+	}
+	if c == nil {
+		c = a.newConn(key, s, t)
+	} else if c.closed {
+		return // a trailing ACK, or a retransmission after FIN or RST
+	}
+	c.last = t
+	d := 0
+	if s.src != c.flow.A {
+		d = 1
+	}
+	h := &c.half[d]
+	if s.flags&tcpRST != 0 {
+		a.closeConn(c, t)
+		return
+	}
+	seq := s.seq
+	if s.flags&tcpSYN != 0 {
+		if !h.started {
+			h.started, h.synSeen, h.isn, h.next = true, true, seq, seq+1
+		}
+		seq++ // the SYN occupies one sequence number; data may follow (TFO)
+	}
+	if !h.started {
+		h.started, h.unknown, h.next = true, true, seq
+	}
+	if len(s.payload) == 0 && s.missing == 0 && s.flags&tcpFIN == 0 {
+		return // a bare ACK or SYN
+	}
+	a.accept(c, d, seq, s.payload, s.missing, s.flags&tcpFIN != 0, t)
+	if c.half[0].done && c.half[1].done {
+		a.closeConn(c, t)
+	}
+}
+
+// isNewConnection reports whether the SYN s starts a new connection on c's
+// 4-tuple rather than retransmitting c's own SYN.
+func (c *conn) isNewConnection(s *segment) bool {
+	if c.closed {
+		return true
+	}
+	d := 0
+	if s.src != c.flow.A {
+		d = 1
+	}
+	h := &c.half[d]
+	return !h.synSeen || h.isn != s.seq
+}
+
+func (a *Assembler) newConn(key flowKey, s *segment, t time.Time) *conn {
+	if a.open >= a.opt.MaxFlows {
+		a.evict(t)
+	}
+	a.nextID++
+	a.stats.Flows++
+	c := &conn{key: key, last: t}
+	c.flow = Flow{ID: a.nextID, A: s.src, B: s.dst, First: t}
+	switch s.flags & (tcpSYN | tcpACK) {
+	case tcpSYN:
+		c.flow.SYN = true
+	case tcpSYN | tcpACK: // the request was missed; its answer names the client
+		c.flow.SYN = true
+		c.flow.A, c.flow.B = s.dst, s.src
+	}
+	a.conns[key] = c
+	a.open++
+	return c
+}
+
+// accept takes the bytes [seq, seq+len(data)+missing) of direction d.
+func (a *Assembler) accept(c *conn, d int, seq uint32, data []byte, missing int, fin bool, t time.Time) {
+	h := &c.half[d]
+	if h.done {
+		return
+	}
+	if fin && !h.finSeen {
+		h.finSeen, h.finSeq = true, seq+uint32(len(data)+missing)
+	}
+	if ahead := int32(seq - h.next); ahead > 0 {
+		a.hold(c, d, seq, data, missing, fin, t)
+		return
+	}
+	a.deliver(c, d, seq, data, missing, t)
+	a.drain(c, d, t)
+}
+
+// deliver passes on what of [seq, seq+len(data)+missing) lies at or after
+// h.next; seq must not be after h.next.
+func (a *Assembler) deliver(c *conn, d int, seq uint32, data []byte, missing int, t time.Time) {
+	h := &c.half[d]
+	skip := int(h.next - seq)
+	if skip >= len(data)+missing {
+		a.checkFin(c, d)
+		return // all of it was delivered before: a retransmission
+	}
+	if skip < len(data) {
+		data = data[skip:]
+	} else {
+		missing -= skip - len(data)
+		data = nil
+	}
+	fromA := d == 0
+	if h.unknown {
+		h.unknown = false
+		a.h.Gap(&c.flow, fromA, -1, t)
+	}
+	if len(data) > 0 {
+		h.next += uint32(len(data))
+		a.h.Data(&c.flow, fromA, data, t)
+	}
+	if missing > 0 {
+		h.next += uint32(missing)
+		a.gap(c, d, missing, t)
+	}
+	a.checkFin(c, d)
+}
+
+func (a *Assembler) checkFin(c *conn, d int) {
+	h := &c.half[d]
+	if h.finSeen && int32(h.next-h.finSeq) >= 0 {
+		h.done = true
+		h.next = h.finSeq + 1
+		a.release(c, d)
+	}
+}
+
+func (a *Assembler) gap(c *conn, d int, n int, t time.Time) {
+	a.stats.Gaps++
+	a.stats.GapBytes += int64(n)
+	a.h.Gap(&c.flow, d == 0, n, t)
+}
+
+// drain delivers the held segments that have become in order.
+func (a *Assembler) drain(c *conn, d int, t time.Time) {
+	h := &c.half[d]
+	for len(h.ooo) > 0 && !h.done {
+		p := h.ooo[0]
+		if int32(p.seq-h.next) > 0 {
+			return
+		}
+		a.pop(c, d)
+		a.deliver(c, d, p.seq, p.data, p.missing, t)
+	}
+}
+
+func (a *Assembler) pop(c *conn, d int) {
+	h := &c.half[d]
+	n := len(h.ooo[0].data)
+	c.buffered -= n
+	a.buffered -= n
+	h.ooo[0] = pending{}
+	h.ooo = h.ooo[1:]
+	if len(h.ooo) == 0 {
+		h.ooo = nil
+	}
+}
+
+// release drops what is held for a finished direction.
+func (a *Assembler) release(c *conn, d int) {
+	for len(c.half[d].ooo) > 0 {
+		a.pop(c, d)
+	}
+}
+
+// hold keeps an out-of-order segment until the bytes before it arrive,
+// within the memory budget.
+func (a *Assembler) hold(c *conn, d int, seq uint32, data []byte, missing int, fin bool, t time.Time) {
+	h := &c.half[d]
+	for c.buffered+len(data) > a.opt.MaxBufferedPerFlow || a.buffered+len(data) > a.opt.MaxBufferedTotal {
+		a.overBudget(c)
+		if len(h.ooo) == 0 {
+			// Nothing of this direction to give up: the hole before this
+			// segment is lost.
+			a.skipTo(c, d, seq, t)
+		} else {
+			a.skipTo(c, d, h.ooo[0].seq, t)
+		}
+		if h.done {
+			return
+		}
+		if int32(seq-h.next) <= 0 {
+			a.deliver(c, d, seq, data, missing, t)
+			a.drain(c, d, t)
+			return
+		}
+	}
+	i, found := slices.BinarySearchFunc(h.ooo, seq, func(p pending, seq uint32) int {
+		return int(int32(p.seq - seq))
+	})
+	if found {
+		p := &h.ooo[i]
+		if len(p.data)+p.missing >= len(data)+missing {
+			return // a retransmission of a held segment
+		}
+		c.buffered += len(data) - len(p.data)
+		a.buffered += len(data) - len(p.data)
+		*p = pending{seq: seq, data: append(p.data[:0], data...), missing: missing, fin: fin, t: t}
+		return
+	}
+	h.ooo = slices.Insert(h.ooo, i, pending{seq: seq, data: slices.Clone(data), missing: missing, fin: fin, t: t})
+	c.buffered += len(data)
+	a.buffered += len(data)
+}
+
+func (a *Assembler) overBudget(c *conn) {
+	if c.warned {
+		return
+	}
+	c.warned = true
+	a.stats.warn("capture: connection " + strconv.Itoa(c.flow.ID) +
+		": out-of-order data beyond the reassembly budget (" + strconv.Itoa(a.opt.MaxBufferedPerFlow) +
+		" bytes per connection, " + strconv.Itoa(a.opt.MaxBufferedTotal) + " in all); declaring the missing bytes lost")
+}
+
+// skipTo declares lost the bytes of direction d before seq and delivers
+// what then is in order.
+func (a *Assembler) skipTo(c *conn, d int, seq uint32, t time.Time) {
+	h := &c.half[d]
+	if n := int(int32(seq - h.next)); n > 0 {
+		if h.unknown {
+			h.unknown = false
+			a.h.Gap(&c.flow, d == 0, -1, t)
+		}
+		h.next = seq
+		a.gap(c, d, n, t)
+	}
+	a.drain(c, d, t)
+}
+
+// flushHalf delivers everything held for direction d, with gaps for the
+// holes, at the held segments' own times.
+func (a *Assembler) flushHalf(c *conn, d int) {
+	h := &c.half[d]
+	for len(h.ooo) > 0 && !h.done {
+		a.skipTo(c, d, h.ooo[0].seq, h.ooo[0].t)
+	}
+	a.release(c, d)
+}
+
+// closeConn flushes c and tells the handler it ended.
+func (a *Assembler) closeConn(c *conn, t time.Time) {
+	if c.closed {
+		return
+	}
+	a.flushHalf(c, 0)
+	a.flushHalf(c, 1)
+	c.closed = true
+	a.open--
+	a.h.Close(&c.flow, t)
+	a.closed = append(a.closed, c)
+	// Closed connections only absorb trailing packets; keep as many as
+	// connections may be open.
+	for len(a.closed) > a.opt.MaxFlows {
+		a.forget(a.closed[0])
+		a.closed[0] = nil
+		a.closed = a.closed[1:]
+	}
+}
+
+// forget removes c from the table, unless a newer connection on the same
+// 4-tuple took its place.
+func (a *Assembler) forget(c *conn) {
+	if a.conns[c.key] == c {
+		delete(a.conns, c.key)
+	}
+}
+
+// evict closes the sixteenth of the open connections idle the longest.
+func (a *Assembler) evict(t time.Time) {
+	var open []*conn
+	for _, c := range a.conns {
+		if !c.closed {
+			open = append(open, c)
+		}
+	}
+	slices.SortFunc(open, func(x, y *conn) int {
+		if c := x.last.Compare(y.last); c != 0 {
+			return c
+		}
+		return x.flow.ID - y.flow.ID
+	})
+	n := max(1, len(open)/16)
+	if !a.warnedFlows {
+		a.warnedFlows = true
+		a.stats.warn("capture: more than " + strconv.Itoa(a.opt.MaxFlows) +
+			" connections open at once; closing those idle the longest (their later packets start new connections)")
+	}
+	for _, c := range open[:n] {
+		a.stats.Evicted++
+		a.closeConn(c, t)
+		a.forget(c) // so a later packet starts a new connection
+	}
+}
+
+// FlushIdle closes the connections that saw no packet for idle before now;
+// live sources call it now and then.
+func (a *Assembler) FlushIdle(now time.Time, idle time.Duration) {
+	var stale []*conn
+	for _, c := range a.conns {
+		if !c.closed && now.Sub(c.last) > idle {
+			stale = append(stale, c)
+		}
+	}
+	slices.SortFunc(stale, func(x, y *conn) int { return x.flow.ID - y.flow.ID })
+	for _, c := range stale {
+		a.closeConn(c, c.last)
+		a.forget(c)
+	}
+}
+
+// Flush delivers everything held, with gaps for what never arrived, and
+// closes every open connection, in order of ID, at the time of its last
+// packet. Call it at the end of the input.
+func (a *Assembler) Flush() {
+	var open []*conn
+	for _, c := range a.conns {
+		if !c.closed {
+			open = append(open, c)
+		}
+	}
+	slices.SortFunc(open, func(x, y *conn) int { return x.flow.ID - y.flow.ID })
+	for _, c := range open {
+		a.closeConn(c, c.last)
+	}
+	clear(a.conns)
+	a.closed = nil
+}

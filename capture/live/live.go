@@ -1,0 +1,250 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/wiretap-dev/wiretap/capture"
+	"golang.org/x/net/bpf"
+)
+
+// Engines.
+const (
+	EngineAuto     = ""         // dumpcap when installed, else afpacket
+	EngineDumpcap  = "dumpcap"  // run Wireshark's dumpcap
+	EngineAFPacket = "afpacket" // a pure-Go AF_PACKET socket
+)
+
+// DefaultIdleTimeout closes connections silent for this long, when
+// Options.IdleTimeout is zero.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// Config says what to capture.
+type Config struct {
+	// Interface is the interface name, or "any" (dumpcap only).
+	Interface string
+	// Filter is a capture filter in libpcap's language ("tcp port 5672").
+	Filter string
+	// Engine is EngineAuto, EngineDumpcap or EngineAFPacket.
+	Engine string
+	// Snaplen is the most bytes kept per packet (default 262144).
+	Snaplen int
+	// Options tune reassembly; Options.Tap sees every packet (for -w).
+	// IdleTimeout defaults to DefaultIdleTimeout.
+	Options *capture.Options
+	// Ready, when set, is called once the capture has started.
+	Ready func()
+}
+
+// Capture captures iface with filter until ctx is done and feeds h; it is
+// Run with a Config of its arguments.
+func Capture(ctx context.Context, iface, filter string, h capture.Handler, opt *capture.Options) (*capture.Stats, error) {
+	return Run(ctx, &Config{Interface: iface, Filter: filter, Options: opt}, h)
+}
+
+// Run captures until ctx is done or the engine stops, then flushes
+// reassembly. It returns an error, with the engine's own words, when the
+// capture cannot start (no such interface, no permission, a bad filter).
+func Run(ctx context.Context, cfg *Config, h capture.Handler) (*capture.Stats, error) {
+	if cfg.Interface == "" {
+		return nil, errors.New("capture: no interface given")
+	}
+	opt := capture.Options{}
+	if cfg.Options != nil {
+		opt = *cfg.Options
+	}
+	if opt.IdleTimeout == 0 {
+		opt.IdleTimeout = DefaultIdleTimeout
+	}
+	engine := cfg.Engine
+	if engine == EngineAuto {
+		engine = EngineAFPacket
+		if _, err := exec.LookPath("dumpcap"); err == nil {
+			engine = EngineDumpcap
+		}
+	}
+	switch engine {
+	case EngineDumpcap:
+		return runDumpcap(ctx, cfg, &opt, h)
+	case EngineAFPacket:
+		return runAFPacket(ctx, cfg, &opt, h)
+	}
+	return nil, fmt.Errorf("capture: unknown engine %q (want %q or %q)", cfg.Engine, EngineDumpcap, EngineAFPacket)
+}
+
+func snaplen(cfg *Config) int {
+	if cfg.Snaplen > 0 {
+		return cfg.Snaplen
+	}
+	return 262144
+}
+
+// runDumpcap reads the pcapng dumpcap writes to its standard output.
+func runDumpcap(ctx context.Context, cfg *Config, opt *capture.Options, h capture.Handler) (*capture.Stats, error) {
+	args := []string{"-q", "-i", cfg.Interface, "-s", strconv.Itoa(snaplen(cfg)), "-w", "-"}
+	if cfg.Filter != "" {
+		args = append(args, "-f", cfg.Filter)
+	}
+	cmd := exec.CommandContext(ctx, "dumpcap", args...)
+	// Stop dumpcap as a user would, so it ends its file cleanly.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("capture: dumpcap: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("capture: starting dumpcap: %w", err)
+	}
+	br := bufio.NewReaderSize(out, 1<<16)
+	// dumpcap writes the section header once the capture runs; nothing
+	// means it could not start.
+	if _, err := br.Peek(4); err != nil {
+		cmd.Wait()
+		return nil, fmt.Errorf("capture: %s: %s", cfg.Interface, dumpcapError(stderr.String()))
+	}
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	stats, rerr := capture.Read(br, "dumpcap -i "+cfg.Interface, h, opt)
+	io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if werr != nil && ctx.Err() == nil {
+		stats.Warnings = append(stats.Warnings, "capture: dumpcap stopped: "+dumpcapError(stderr.String()))
+	}
+	return stats, nil
+}
+
+// dumpcapError picks dumpcap's complaint out of what it printed.
+func dumpcapError(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "Capturing on") || strings.HasPrefix(l, "File:") ||
+			strings.HasPrefix(l, "Running as user") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return "dumpcap ended without capturing"
+	}
+	return strings.Join(lines, " ")
+}
+
+// runAFPacket captures with gopacket's pure-Go AF_PACKET handle.
+func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h capture.Handler) (*capture.Stats, error) {
+	if cfg.Interface == "any" {
+		return nil, errors.New(`capture: the "any" interface needs dumpcap (install Wireshark's dumpcap, Debian package wireshark-common)`)
+	}
+	var prog []bpf.RawInstruction
+	if cfg.Filter != "" {
+		var err error
+		if prog, err = compileFilter(ctx, cfg.Filter, snaplen(cfg)); err != nil {
+			return nil, err
+		}
+	}
+	eh, err := pcapgo.NewEthernetHandle(cfg.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
+	}
+	if err := eh.SetCaptureLength(snaplen(cfg)); err != nil {
+		eh.Close()
+		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
+	}
+	if prog != nil {
+		if err := eh.SetBPF(prog); err != nil {
+			eh.Close()
+			return nil, fmt.Errorf("capture: %s: setting the filter: %w", cfg.Interface, err)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { eh.Close() })
+	defer stop()
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	stats := new(capture.Stats)
+	asm := capture.NewAssembler(h, opt, stats)
+	var p capture.Packet
+	for {
+		data, ci, err := eh.ZeroCopyReadPacketData()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, os.ErrClosed) {
+				stats.Warnings = append(stats.Warnings, "capture: "+cfg.Interface+": "+err.Error())
+			}
+			break
+		}
+		p = capture.Packet{Link: layers.LinkTypeEthernet, Time: ci.Timestamp, Data: data, Length: ci.Length}
+		if opt.Tap != nil {
+			opt.Tap(&p)
+		}
+		asm.Packet(&p)
+	}
+	eh.Close()
+	asm.Flush()
+	return stats, nil
+}
+
+// compileFilter compiles a libpcap filter for Ethernet to classic BPF with
+// `tcpdump -dd`, whose output is one instruction per line as
+// "{ code, jt, jf, k },".
+func compileFilter(ctx context.Context, filter string, snaplen int) ([]bpf.RawInstruction, error) {
+	path, err := exec.LookPath("tcpdump")
+	if err != nil {
+		return nil, errors.New("capture: a filter needs dumpcap or tcpdump to compile it; install one, or capture without -f")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, "-y", "EN10MB", "-s", strconv.Itoa(snaplen), "-dd", filter)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("capture: filter %q: %s", filter, strings.TrimSpace(stderr.String()))
+	}
+	return parseDD(out)
+}
+
+// parseDD parses `tcpdump -dd` output.
+func parseDD(out []byte) ([]bpf.RawInstruction, error) {
+	var prog []bpf.RawInstruction
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, ","), "}")
+		line = strings.TrimPrefix(line, "{")
+		f := strings.Split(line, ",")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("capture: unexpected tcpdump -dd line %q", line)
+		}
+		var v [4]uint64
+		for i := range f {
+			n, err := strconv.ParseUint(strings.TrimSpace(f[i]), 0, 32)
+			if err != nil {
+				return nil, fmt.Errorf("capture: unexpected tcpdump -dd line %q", line)
+			}
+			v[i] = n
+		}
+		prog = append(prog, bpf.RawInstruction{Op: uint16(v[0]), Jt: uint8(v[1]), Jf: uint8(v[2]), K: uint32(v[3])})
+	}
+	if len(prog) == 0 {
+		return nil, errors.New("capture: tcpdump -dd printed no program")
+	}
+	return prog, nil
+}

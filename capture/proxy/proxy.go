@@ -1,0 +1,289 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture"
+)
+
+// Route is one listening address and the upstream it forwards to.
+type Route struct {
+	// Listen is the address to accept clients on ("127.0.0.1:5673").
+	Listen string
+	// Upstream is the server to dial for each client: "host:port" for
+	// plain TCP, "tls://host:port" for TLS (verified against the system's
+	// roots, server name host).
+	Upstream string
+	// TLSCert and TLSKey, when both set, are PEM files of the certificate
+	// and key with which the proxy terminates TLS toward its clients.
+	TLSCert, TLSKey string
+}
+
+// Proxy forwards connections on its Routes and feeds what passes to
+// Handler. Fields must not change after Serve is called.
+type Proxy struct {
+	Routes []Route
+	// Handler receives the bytes; calls are made one at a time.
+	Handler capture.Handler
+	// Log, when set, receives one line per failed connection.
+	Log func(msg string)
+	// DialTimeout bounds the dial to the upstream (default 10s).
+	DialTimeout time.Duration
+	// HandshakeTimeout bounds a client's TLS handshake (default 10s).
+	HandshakeTimeout time.Duration
+	// UpstreamTLS, when set, is the configuration for tls:// upstreams
+	// (for a private CA or a client certificate).
+	UpstreamTLS *tls.Config
+
+	serial *capture.Serial
+}
+
+// Serve runs a proxy from listen to upstream until ctx is done; tlsCert and
+// tlsKey (both or neither) terminate TLS toward clients. See [Route].
+func Serve(ctx context.Context, listen, upstream string, tlsCert, tlsKey string, h capture.Handler) error {
+	p := &Proxy{Routes: []Route{{Listen: listen, Upstream: upstream, TLSCert: tlsCert, TLSKey: tlsKey}}, Handler: h}
+	return p.Serve(ctx)
+}
+
+// Serve listens on every route and forwards until ctx is done, then closes
+// the listeners and the connections in flight and returns nil. It returns
+// an error, having started nothing, when a route's listener or certificate
+// cannot be set up.
+func (p *Proxy) Serve(ctx context.Context) error {
+	if len(p.Routes) == 0 {
+		return errors.New("proxy: no route")
+	}
+	listeners := make([]net.Listener, 0, len(p.Routes))
+	closeAll := func() {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+	}
+	for _, r := range p.Routes {
+		ln, err := listen(r)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		listeners = append(listeners, ln)
+	}
+	return p.ServeListeners(ctx, listeners)
+}
+
+func listen(r Route) (net.Listener, error) {
+	var cfg *tls.Config
+	switch {
+	case r.TLSCert != "" && r.TLSKey != "":
+		cert, err := tls.LoadX509KeyPair(r.TLSCert, r.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %s: loading the TLS certificate: %w", r.Listen, err)
+		}
+		cfg = &tls.Config{Certificates: []tls.Certificate{cert}}
+	case r.TLSCert != "" || r.TLSKey != "":
+		return nil, fmt.Errorf("proxy: %s: TLS needs both a certificate and a key", r.Listen)
+	}
+	ln, err := net.Listen("tcp", r.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if cfg != nil {
+		ln = tls.NewListener(ln, cfg)
+	}
+	return ln, nil
+}
+
+// ServeListeners is Serve on listeners already open, one per route, in
+// order (a listener may be a tls.Listener). It closes them when ctx is
+// done.
+func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) error {
+	if len(listeners) != len(p.Routes) {
+		return errors.New("proxy: one listener per route is needed")
+	}
+	if p.serial == nil {
+		p.serial = capture.NewSerial(p.Handler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	active := make(map[net.Conn]struct{})
+	track := func(c net.Conn, add bool) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if add {
+			if ctx.Err() != nil {
+				return false
+			}
+			active[c] = struct{}{}
+		} else {
+			delete(active, c)
+		}
+		return true
+	}
+	for i, ln := range listeners {
+		wg.Go(func() {
+			<-ctx.Done()
+			ln.Close()
+		})
+		wg.Go(func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						continue
+					}
+					p.logf("proxy: %s: accept: %v", p.Routes[i].Listen, err)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond): // e.g. out of file descriptors
+					}
+					continue
+				}
+				if !track(c, true) {
+					c.Close()
+					return
+				}
+				wg.Go(func() {
+					defer track(c, false)
+					p.handle(ctx, p.Routes[i], c, track)
+				})
+			}
+		})
+	}
+	<-ctx.Done()
+	mu.Lock()
+	for c := range active {
+		c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return nil
+}
+
+func (p *Proxy) logf(format string, args ...any) {
+	if p.Log != nil {
+		p.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+// handle forwards one client connection.
+func (p *Proxy) handle(ctx context.Context, r Route, client net.Conn, track func(net.Conn, bool) bool) {
+	defer client.Close()
+	if tc, ok := client.(*tls.Conn); ok {
+		hctx, cancel := context.WithTimeout(ctx, orDefault(p.HandshakeTimeout))
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			p.logf("proxy: %s: client %s: TLS handshake: %v", r.Listen, client.RemoteAddr(), err)
+			return
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, orDefault(p.DialTimeout))
+	up, err := p.dial(dctx, r.Upstream)
+	cancel()
+	if err != nil {
+		p.logf("proxy: %s: client %s: %v", r.Listen, client.RemoteAddr(), err)
+		return
+	}
+	defer up.Close()
+	if !track(up, true) {
+		return
+	}
+	defer track(up, false)
+
+	f := p.serial.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
+	var wg sync.WaitGroup
+	wg.Go(func() { p.pipe(f, true, client, up) })
+	p.pipe(f, false, up, client)
+	wg.Wait()
+	p.serial.Close(f, time.Now())
+}
+
+// pipe copies src to dst, feeding each read to the handler before writing
+// it on, so the handler sees bytes in the order they pass. At the end of
+// src it half-closes dst; on an error it closes both.
+func (p *Proxy) pipe(f *capture.Flow, fromA bool, src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.serial.Data(f, fromA, buf[:n], time.Now())
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				dst.Close()
+				return
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				closeWrite(dst)
+			} else {
+				src.Close()
+				dst.Close()
+			}
+			return
+		}
+	}
+}
+
+func closeWrite(c net.Conn) {
+	switch c := c.(type) {
+	case interface{ CloseWrite() error }: // *net.TCPConn, *tls.Conn
+		if c.CloseWrite() == nil {
+			return
+		}
+	}
+	c.Close()
+}
+
+func (p *Proxy) dial(ctx context.Context, upstream string) (net.Conn, error) {
+	if addr, ok := strings.CutPrefix(upstream, "tls://"); ok {
+		cfg := p.UpstreamTLS
+		if cfg == nil {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg = &tls.Config{ServerName: host}
+		}
+		d := &tls.Dialer{Config: cfg}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", upstream, err)
+		}
+		return c, nil
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", upstream, err)
+	}
+	return c, nil
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+func orDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 10 * time.Second
+	}
+	return d
+}

@@ -1,0 +1,343 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/proxy"
+)
+
+// collector records what the proxy feeds it; calls must come one at a
+// time, which it checks.
+type collector struct {
+	inCall atomic.Int32
+	busy   sync.Mutex // guards the fields below
+	data   map[int]*[2]bytes.Buffer
+	flows  map[int]capture.Flow
+	closed chan int
+	order  []string
+}
+
+func newCollector() *collector {
+	return &collector{data: map[int]*[2]bytes.Buffer{}, flows: map[int]capture.Flow{}, closed: make(chan int, 100)}
+}
+
+func (c *collector) enter(f *capture.Flow) *[2]bytes.Buffer {
+	if c.inCall.Add(1) != 1 {
+		panic("concurrent handler calls")
+	}
+	c.busy.Lock()
+	c.flows[f.ID] = *f
+	b := c.data[f.ID]
+	if b == nil {
+		b = new([2]bytes.Buffer)
+		c.data[f.ID] = b
+	}
+	return b
+}
+
+func (c *collector) leave() {
+	c.busy.Unlock()
+	c.inCall.Add(-1)
+}
+
+func (c *collector) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
+	b := c.enter(f)
+	defer c.leave()
+	d := 1
+	if fromA {
+		d = 0
+	}
+	b[d].Write(data)
+	c.order = append(c.order, string(data))
+}
+
+func (c *collector) Gap(f *capture.Flow, fromA bool, n int, t time.Time) {
+	c.enter(f)
+	c.leave()
+	panic("the proxy never loses bytes")
+}
+
+func (c *collector) Close(f *capture.Flow, t time.Time) {
+	c.enter(f)
+	c.leave()
+	c.closed <- f.ID
+}
+
+// echoUpper serves connections by answering each read uppercased, until
+// the client half-closes.
+func echoUpper(t *testing.T, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			buf := make([]byte, 4096)
+			for {
+				n, err := c.Read(buf)
+				if n > 0 {
+					c.Write(bytes.ToUpper(buf[:n]))
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// talk sends each message, waits for its answer, half-closes and reads to
+// the end; it returns what came back.
+func talk(t *testing.T, c net.Conn, msgs ...string) string {
+	t.Helper()
+	defer c.Close()
+	var got strings.Builder
+	for _, m := range msgs {
+		if _, err := c.Write([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, len(m))
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		got.Write(buf)
+	}
+	switch c := c.(type) {
+	case *net.TCPConn:
+		c.CloseWrite()
+	case *tls.Conn:
+		c.CloseWrite()
+	}
+	rest, _ := io.ReadAll(c)
+	got.Write(rest)
+	return got.String()
+}
+
+func startProxy(t *testing.T, p *proxy.Proxy, lns ...net.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.ServeListeners(ctx, lns) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestProxy(t *testing.T) {
+	up := listen(t)
+	defer up.Close()
+	go echoUpper(t, up)
+	dead := listen(t)
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there any more
+
+	col := newCollector()
+	var logMu sync.Mutex
+	var logs []string
+	p := &proxy.Proxy{
+		Routes:  []proxy.Route{{Upstream: up.Addr().String()}, {Upstream: deadAddr}},
+		Handler: col,
+		Log: func(msg string) {
+			logMu.Lock()
+			logs = append(logs, msg)
+			logMu.Unlock()
+		},
+	}
+	front, broken := listen(t), listen(t)
+	startProxy(t, p, front, broken)
+
+	// A client of the broken route, and one that leaves at once, do not
+	// disturb the others.
+	if c, err := net.Dial("tcp", broken.Addr().String()); err == nil {
+		io.ReadAll(c)
+		c.Close()
+	}
+	if c, err := net.Dial("tcp", front.Addr().String()); err == nil {
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // a reset
+	}
+
+	const clients = 8
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", front.Addr().String())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			msg := strings.Repeat(string(rune('a'+i)), 100+i)
+			if got := talk(t, c, msg, "second"); got != strings.ToUpper(msg)+"SECOND" {
+				t.Errorf("client %d got %q", i, got)
+			}
+		})
+	}
+	wg.Wait()
+	// The flows of the 8 clients, and maybe of the one that reset.
+	seen := 0
+	for seen < clients {
+		id := <-col.closed
+		if col.data[id] == nil || col.data[id][0].Len() == 0 {
+			continue // the client that reset
+		}
+		seen++
+	}
+	col.busy.Lock()
+	defer col.busy.Unlock()
+	for id, b := range col.data {
+		f := col.flows[id]
+		if !f.SYN || f.B.String() != up.Addr().String() || !f.A.Addr().IsLoopback() {
+			t.Errorf("flow %d = %+v", id, f)
+		}
+		if b[0].Len() == 0 {
+			continue
+		}
+		if got, want := b[1].String(), strings.ToUpper(b[0].String()); got != want {
+			t.Errorf("flow %d: server sent %q for %q", id, got, b[0].String())
+		}
+		if !strings.HasSuffix(b[0].String(), "second") {
+			t.Errorf("flow %d: client sent %q", id, b[0].String())
+		}
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if len(logs) == 0 || !strings.Contains(strings.Join(logs, "\n"), "upstream "+deadAddr) {
+		t.Errorf("logs %q", logs)
+	}
+}
+
+func TestProxyTLS(t *testing.T) {
+	certPEM, keyPEM, pool := selfSigned(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, certPEM, 0o600)
+	os.WriteFile(keyFile, keyPEM, 0o600)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A TLS upstream, reached through tls://.
+	up := tls.NewListener(listen(t), &tls.Config{Certificates: []tls.Certificate{cert}})
+	defer up.Close()
+	go echoUpper(t, up)
+
+	front := listen(t)
+	frontAddr := front.Addr().String()
+	front.Close() // Serve opens it again, with the certificate
+	col := newCollector()
+	p := &proxy.Proxy{
+		Routes:      []proxy.Route{{Listen: frontAddr, Upstream: "tls://" + up.Addr().String(), TLSCert: certFile, TLSKey: keyFile}},
+		Handler:     col,
+		UpstreamTLS: &tls.Config{RootCAs: pool, ServerName: "localhost"},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	var c *tls.Conn
+	for c == nil { // Serve may not be listening yet
+		c, err = tls.Dial("tcp", frontAddr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		if err != nil && !strings.Contains(err.Error(), "refused") {
+			t.Fatal(err)
+		}
+	}
+	// A plain-text client on the TLS port fails alone.
+	if pc, err := net.Dial("tcp", frontAddr); err == nil {
+		pc.Write([]byte("AMQP\x00\x00\x09\x01"))
+		io.ReadAll(pc)
+		pc.Close()
+	}
+	if got := talk(t, c, "secret"); got != "SECRET" {
+		t.Errorf("got %q", got)
+	}
+	id := <-col.closed
+	col.busy.Lock()
+	defer col.busy.Unlock()
+	if col.data[id][0].String() != "secret" || col.data[id][1].String() != "SECRET" {
+		t.Errorf("handler saw %q / %q, want the clear text", col.data[id][0].String(), col.data[id][1].String())
+	}
+}
+
+func TestServeErrors(t *testing.T) {
+	ctx := context.Background()
+	if err := proxy.Serve(ctx, "127.0.0.1:0", "127.0.0.1:1", "cert.pem", "", newCollector()); err == nil || !strings.Contains(err.Error(), "both a certificate and a key") {
+		t.Errorf("err = %v", err)
+	}
+	if err := proxy.Serve(ctx, "127.0.0.1:0", "127.0.0.1:1", "/nonexistent/cert.pem", "/nonexistent/key.pem", newCollector()); err == nil || !strings.HasPrefix(err.Error(), "proxy: 127.0.0.1:0: loading the TLS certificate") {
+		t.Errorf("err = %v", err)
+	}
+	if err := proxy.Serve(ctx, "256.0.0.1:0", "127.0.0.1:1", "", "", newCollector()); err == nil || !strings.HasPrefix(err.Error(), "proxy: ") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "localhost"},
+		DNSNames:              []string{"localhost"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), pool
+}

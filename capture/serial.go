@@ -1,0 +1,51 @@
+package capture
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Serial lets sources that have connections instead of packets (the proxy,
+// the embedded broker) feed one Handler from many goroutines: it numbers
+// their flows from 1 in order of NewFlow and passes the calls on one at a
+// time, so the Handler sees them in the order they were made.
+type Serial struct {
+	mu     sync.Mutex
+	h      Handler
+	nextID int
+}
+
+// NewSerial returns a Serial feeding h.
+func NewSerial(h Handler) *Serial { return &Serial{h: h} }
+
+// NewFlow numbers a new connection from client a to server b, first seen
+// at t. The Flow has SYN set: a source that accepted the connection knows
+// its client.
+func (s *Serial) NewFlow(a, b netip.AddrPort, t time.Time) *Flow {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	return &Flow{ID: s.nextID, A: a, B: b, SYN: true, First: t}
+}
+
+// Data implements [Handler].
+func (s *Serial) Data(f *Flow, fromA bool, data []byte, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.Data(f, fromA, data, t)
+}
+
+// Gap implements [Handler].
+func (s *Serial) Gap(f *Flow, fromA bool, n int, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.Gap(f, fromA, n, t)
+}
+
+// Close implements [Handler].
+func (s *Serial) Close(f *Flow, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.h.Close(f, t)
+}

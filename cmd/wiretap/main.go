@@ -1,0 +1,70 @@
+// Command wiretap is a terminal inspector and debugger for AMQP 0-9-1,
+// AMQP 1.0 and PostgreSQL wire traffic: from capture files, live capture, a
+// proxy, or its own embedded broker. See the README for the commands.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries an exit status through cobra: 1 when the input cannot
+// be used at all, 2 for wrong usage (INTERFACES.md, "Exit status").
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
+}
+
+func inputErr(err error) error { return &exitError{code: 1, err: err} }
+
+func main() {
+	root := newRoot()
+	err := root.Execute()
+	if err == nil {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		fmt.Fprintln(os.Stderr, "wiretap:", ee.err)
+		os.Exit(ee.code)
+	}
+	// Anything cobra itself rejects (unknown flag, wrong argument count) is
+	// a usage error.
+	fmt.Fprintln(os.Stderr, "wiretap:", err)
+	fmt.Fprintln(os.Stderr, "Run 'wiretap --help' for usage.")
+	os.Exit(2)
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "wiretap",
+		Short: "Inspect and debug AMQP 0-9-1, AMQP 1.0 and PostgreSQL wire traffic",
+		Long: `wiretap decodes AMQP 0-9-1, AMQP 1.0 and PostgreSQL v3 traffic frame by frame,
+from pcap/pcapng files, live capture, a proxy in front of a server, or its
+own embedded broker, and shows it in a terminal UI or prints it.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	root.AddCommand(newReadCmd())
+	for _, add := range extraCommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// extraCommands lets each subcommand's file register itself.
+var extraCommands []func() *cobra.Command

@@ -1,0 +1,675 @@
+package amqp091
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strconv"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Unit types this decoder emits besides "class.method".
+const (
+	TypeProtocolHeader = "protocol-header"
+	TypeContentHeader  = "content-header"
+	TypeContentBody    = "content-body"
+	TypeHeartbeat      = "heartbeat"
+	// TypeMalformed is bytes that are not a frame: garbage, or a frame whose
+	// header is impossible. Its unit's Err says why; decoding resumes at the
+	// next frame boundary that can be trusted.
+	TypeMalformed = "malformed"
+)
+
+const (
+	// resyncMaxSize bounds the frame size a resynchronising decoder believes
+	// before the connection's frame-max is known: RabbitMQ's default
+	// frame_max is 128 KiB, and most clients keep it.
+	resyncMaxSize = 1 << 20
+	// junkKeep is how many bytes of skipped garbage a malformed unit keeps.
+	junkKeep = 4096
+)
+
+// New is the decode.Factory for AMQP 0-9-1.
+func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
+	if opt == nil {
+		opt = decode.DefaultOptions()
+	}
+	d := &Decoder{conn: c, opt: *opt, emit: emit}
+	if d.opt.MaxFrame <= 0 {
+		d.opt.MaxFrame = decode.DefaultMaxFrame
+	}
+	if d.opt.MaxBuffered <= 0 {
+		d.opt.MaxBuffered = decode.DefaultMaxBuffered
+	}
+	if d.opt.MaxMessage <= 0 {
+		d.opt.MaxMessage = decode.DefaultMaxMessage
+	}
+	for i := range d.dirs {
+		d.dirs[i].synced = true
+	}
+	return d
+}
+
+var _ decode.Factory = New
+
+// Decoder decodes one AMQP 0-9-1 connection. It is not safe for concurrent
+// use; the pipeline feeds it from one goroutine.
+type Decoder struct {
+	conn *decode.Conn
+	opt  decode.Options
+	emit decode.Emit
+	dirs [2]direction
+	// frameMax is the negotiated frame-max (connection.tune-ok), 0 until
+	// known or when unlimited.
+	frameMax int
+	scratch  []byte
+}
+
+type direction struct {
+	s decode.Stream
+	// synced says the stream position is a frame boundary we trust.
+	synced bool
+	// afterGap says we are resynchronising after lost bytes, not after
+	// garbage: the skipped tail of a frame is expected, not reported.
+	afterGap bool
+	junk     junk
+	md       MethodDecoder
+	hdr      ContentHeader
+	msgs     map[uint16]*assembly
+}
+
+// junk accumulates bytes skipped while resynchronising after garbage.
+type junk struct {
+	n    int
+	off  int64
+	raw  []byte
+	why  string
+	time time.Time
+}
+
+// assembly collects a message: its method, content header and body frames.
+type assembly struct {
+	method   []byte // method payload (class, method, arguments)
+	header   []byte // content header payload
+	bodySize uint64
+	got      uint64
+	body     []byte // at most MaxMessage bytes of the body
+	cut      bool   // body exceeded MaxMessage
+	frames   int
+}
+
+// Feed implements decode.Decoder.
+func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	ds := &d.dirs[dir&1]
+	buf := ds.s.Push(data)
+	n := d.parse(dir&1, buf, t, false)
+	rest := buf[n:]
+	if len(rest) > d.opt.MaxBuffered {
+		// Cannot happen with sane limits (frames are bounded by MaxFrame and
+		// resync waits are bounded), but the bound is a promise.
+		d.skip(dir&1, ds.s.Pos+int64(n), rest, t, "buffered bytes exceed the limit of "+strconv.Itoa(d.opt.MaxBuffered))
+		ds.synced, ds.afterGap = false, false
+		n, rest = len(buf), nil
+	}
+	ds.s.Keep(n, rest)
+}
+
+// Gap implements decode.Decoder.
+func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
+	dir &= 1
+	ds := &d.dirs[dir]
+	d.flushJunk(dir)
+	if n < 0 {
+		n = 0
+	}
+	ds.s.Reset(int64(n))
+	ds.synced, ds.afterGap = false, true
+	// Messages in flight in this direction lost bytes.
+	for ch := range ds.msgs {
+		delete(ds.msgs, ch)
+	}
+}
+
+// End implements decode.Decoder.
+func (d *Decoder) End(dir decode.Dir, t time.Time) {
+	dir &= 1
+	ds := &d.dirs[dir]
+	buf := ds.s.Push(nil)
+	n := d.parse(dir, buf, t, true)
+	rest := buf[n:]
+	if len(rest) > 0 {
+		if ds.synced {
+			u := d.unit(dir, ds.s.Pos+int64(n), rest, t)
+			u.Type = TypeMalformed
+			if h, ok := PeekFrameHead(rest); ok && h.Type.Valid() {
+				u.Type = unitType(h.Type)
+				u.Channel, u.HasChannel = h.Channel, true
+				if h.Type == FrameMethod && len(rest) >= FrameHeaderSize+4 {
+					if info := LookupMethod(binary.BigEndian.Uint16(rest[7:]), binary.BigEndian.Uint16(rest[9:])); info != nil {
+						u.Type = info.Name
+					}
+				}
+			}
+			u.Err = "amqp091: truncated: stream ended " + strconv.Itoa(len(rest)) + " bytes into a frame"
+			d.emit(u)
+		} else if !ds.afterGap {
+			d.skip(dir, ds.s.Pos+int64(n), rest, t, "")
+		}
+	}
+	d.flushJunk(dir)
+	ds.s.Keep(len(buf), nil)
+}
+
+func unitType(t FrameType) string {
+	switch t {
+	case FrameHeader:
+		return TypeContentHeader
+	case FrameBody:
+		return TypeContentBody
+	case FrameHeartbeat:
+		return TypeHeartbeat
+	}
+	return "method"
+}
+
+// limit is the largest frame payload accepted now.
+func (d *Decoder) limit() int {
+	l := d.opt.MaxFrame
+	if d.frameMax > FrameOverhead && d.frameMax-FrameOverhead < l {
+		l = d.frameMax - FrameOverhead
+	}
+	if b := d.opt.MaxBuffered - FrameOverhead; b < l {
+		l = b
+	}
+	return l
+}
+
+// parse consumes whole units from buf and returns how many bytes it used.
+func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time, atEnd bool) int {
+	ds := &d.dirs[dir]
+	off := 0
+	for off < len(buf) {
+		rest := buf[off:]
+		pos := ds.s.Pos + int64(off)
+		if !ds.synced {
+			skip, ok := d.resync(rest, atEnd)
+			if skip > 0 {
+				if !ds.afterGap {
+					d.skip(dir, pos, rest[:skip], t, "")
+				}
+				off += skip
+			}
+			if !ok {
+				return off
+			}
+			d.flushJunk(dir)
+			ds.synced, ds.afterGap = true, false
+			continue
+		}
+		if rest[0] == 'A' {
+			// 'A' is no frame type: a protocol header (the client's, or the
+			// server's answer naming the version it speaks).
+			if len(rest) < len(ProtocolHeader) {
+				if bytes.HasPrefix([]byte("AMQP"), rest[:min(len(rest), 4)]) && !atEnd {
+					return off
+				}
+			} else if string(rest[:4]) == "AMQP" {
+				d.emitProtocolHeader(dir, pos, rest[:8], t)
+				off += 8
+				continue
+			}
+		}
+		h, ok := PeekFrameHead(rest)
+		if !ok {
+			return off
+		}
+		if !h.Type.Valid() {
+			d.lose(dir, "unknown frame type "+strconv.Itoa(int(h.Type)), t)
+			continue
+		}
+		if lim := d.limit(); uint64(h.Size) > uint64(lim) {
+			d.lose(dir, "frame size "+strconv.FormatUint(uint64(h.Size), 10)+" exceeds the limit of "+strconv.Itoa(lim), t)
+			continue
+		}
+		n := FrameOverhead + int(h.Size)
+		if len(rest) < n {
+			return off
+		}
+		if rest[n-1] != FrameEnd {
+			d.lose(dir, "frame-end octet is 0x"+hexByte(rest[n-1])+", not 0xce", t)
+			continue
+		}
+		d.emitFrame(dir, pos, rest[:n], h, t)
+		off += n
+	}
+	return off
+}
+
+// lose drops sync: the bytes from here are reported as malformed until a
+// trustworthy frame boundary.
+func (d *Decoder) lose(dir decode.Dir, why string, t time.Time) {
+	ds := &d.dirs[dir]
+	ds.synced, ds.afterGap = false, false
+	if ds.junk.n == 0 {
+		ds.junk.why = why
+	}
+}
+
+// skip adds bytes to the pending malformed unit.
+func (d *Decoder) skip(dir decode.Dir, pos int64, b []byte, t time.Time, why string) {
+	j := &d.dirs[dir].junk
+	if j.n == 0 {
+		j.off = pos
+		if why != "" {
+			j.why = why
+		}
+	}
+	j.n += len(b)
+	j.time = t
+	if room := junkKeep - len(j.raw); room > 0 {
+		j.raw = append(j.raw, b[:min(room, len(b))]...)
+	}
+}
+
+func (d *Decoder) flushJunk(dir decode.Dir) {
+	j := &d.dirs[dir].junk
+	if j.n == 0 {
+		return
+	}
+	u := &decode.Unit{Conn: d.conn, Dir: dir, Time: j.time, Proto: decode.ProtoAMQP091, Type: TypeMalformed,
+		Offset: j.off, Len: j.n, Raw: j.raw}
+	why := j.why
+	if why == "" {
+		why = "not an AMQP frame"
+	}
+	u.Err = "amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + " to the next frame boundary"
+	u.Summary = "Malformed: " + why
+	*j = junk{}
+	d.count(u)
+	d.emit(u)
+}
+
+// resync looks for a frame boundary it can trust in b. It returns how many
+// bytes to skip, and false when it needs more bytes to decide.
+func (d *Decoder) resync(b []byte, atEnd bool) (int, bool) {
+	lim := resyncMaxSize
+	if d.frameMax > FrameOverhead {
+		lim = d.frameMax - FrameOverhead
+	}
+	lim = min(lim, d.limit())
+	for i := 0; i < len(b); i++ {
+		c := b[i:]
+		if c[0] == 'A' && len(c) >= 8 && string(c[:4]) == "AMQP" && c[4] <= 3 {
+			return i, true
+		}
+		t := FrameType(c[0])
+		if !t.Valid() {
+			continue
+		}
+		if len(c) < FrameHeaderSize+4 {
+			if atEnd {
+				continue
+			}
+			return i, false
+		}
+		h, _ := PeekFrameHead(c)
+		if uint64(h.Size) > uint64(lim) {
+			continue
+		}
+		strong := false
+		switch t {
+		case FrameHeartbeat:
+			if h.Size != 0 || h.Channel != 0 {
+				continue
+			}
+			strong = true
+		case FrameMethod:
+			if h.Size < 4 || LookupMethod(binary.BigEndian.Uint16(c[7:]), binary.BigEndian.Uint16(c[9:])) == nil {
+				continue
+			}
+			strong = true
+		case FrameHeader:
+			// class basic, weight 0.
+			if h.Size < 14 || h.Channel == 0 || c[7] != 0 || c[8] != byte(ClassBasic) || c[9] != 0 || c[10] != 0 {
+				continue
+			}
+			strong = true
+		case FrameBody:
+			if h.Channel == 0 {
+				continue
+			}
+		}
+		n := FrameOverhead + int(h.Size)
+		if len(c) < n {
+			if atEnd {
+				continue
+			}
+			return i, false
+		}
+		if c[n-1] != FrameEnd {
+			continue
+		}
+		// Confirm with what follows: another frame header or a protocol
+		// header. Strong candidates stand alone at the end of what we have.
+		next := c[n:]
+		if len(next) == 0 {
+			if strong || atEnd {
+				return i, true
+			}
+			return i, false
+		}
+		if next[0] == 'A' || FrameType(next[0]).Valid() {
+			if nh, ok := PeekFrameHead(next); !ok || next[0] == 'A' || uint64(nh.Size) <= uint64(lim) {
+				return i, true
+			}
+		}
+	}
+	return len(b), false
+}
+
+func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *decode.Unit {
+	return &decode.Unit{Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoAMQP091,
+		Offset: pos, Len: len(raw), Raw: append([]byte(nil), raw...)}
+}
+
+func (d *Decoder) count(u *decode.Unit) {
+	if d.conn == nil {
+		return
+	}
+	d.conn.Units[u.Dir&1]++
+	d.conn.Bytes[u.Dir&1] += int64(u.Len)
+	if u.Err != "" {
+		d.conn.Errors++
+	} else if len(u.Warnings) > 0 {
+		d.conn.Warnings++
+	}
+}
+
+func (d *Decoder) emitProtocolHeader(dir decode.Dir, pos int64, raw []byte, t time.Time) {
+	u := d.unit(dir, pos, raw, t)
+	u.Type = TypeProtocolHeader
+	s := append(d.scratch[:0], "Protocol-Header AMQP "...)
+	if raw[4] == 0 {
+		s = strconv.AppendUint(s, uint64(raw[5]), 10)
+		s = append(s, '-')
+		s = strconv.AppendUint(s, uint64(raw[6]), 10)
+		s = append(s, '-')
+		s = strconv.AppendUint(s, uint64(raw[7]), 10)
+	} else {
+		for i := 4; i < 8; i++ {
+			if i > 4 {
+				s = append(s, '.')
+			}
+			s = strconv.AppendUint(s, uint64(raw[i]), 10)
+		}
+	}
+	u.Summary = string(s)
+	d.scratch = s
+	if string(raw) != ProtocolHeader && dir == decode.DirF {
+		u.Warn("protocol header is not AMQP 0-9-1")
+	}
+	u.Dissect = dissectProtocolHeader
+	d.count(u)
+	d.emit(u)
+}
+
+func dissectProtocolHeader(u *decode.Unit) []*decode.Field {
+	r := u.Raw
+	if len(r) < 8 {
+		return nil
+	}
+	return []*decode.Field{
+		{Key: "protocol", Name: "amqp.init.protocol", Value: string(r[:4]), Encoding: "bytes", Offset: 0, Length: 4},
+		{Key: "protocol-id", Name: "amqp.init.id", Value: uint64(r[4]), Encoding: "octet", Offset: 4, Length: 1},
+		{Key: "version-major", Name: "amqp.init.version_major", Value: uint64(r[5]), Encoding: "octet", Offset: 5, Length: 1},
+		{Key: "version-minor", Name: "amqp.init.version_minor", Value: uint64(r[6]), Encoding: "octet", Offset: 6, Length: 1},
+		{Key: "version-revision", Name: "amqp.init.version_revision", Value: uint64(r[7]), Encoding: "octet", Offset: 7, Length: 1},
+	}
+}
+
+func (d *Decoder) emitFrame(dir decode.Dir, pos int64, raw []byte, h FrameHead, t time.Time) {
+	u := d.unit(dir, pos, raw, t)
+	u.Channel, u.HasChannel = h.Channel, true
+	u.Dissect = dissectFrame
+	payload := u.Raw[FrameHeaderSize : len(u.Raw)-1]
+	switch h.Type {
+	case FrameMethod:
+		d.methodFrame(dir, u, payload)
+	case FrameHeader:
+		d.headerFrame(dir, u, payload)
+	case FrameBody:
+		d.bodyFrame(dir, u, payload)
+	case FrameHeartbeat:
+		u.Type, u.Summary = TypeHeartbeat, "Heartbeat"
+		if h.Channel != 0 {
+			u.Warn("heartbeat on channel " + strconv.Itoa(int(h.Channel)) + ", not 0")
+		}
+		if h.Size != 0 {
+			u.Warn("heartbeat with a payload")
+		}
+	}
+	d.count(u)
+	d.emit(u)
+}
+
+func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
+	ds := &d.dirs[dir]
+	u.Type = "method"
+	if len(p) < 4 {
+		u.Summary = "Method"
+		u.Err = "amqp091: method frame payload of " + strconv.Itoa(len(p)) + " bytes, want at least 4"
+		return
+	}
+	class, id := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
+	info := LookupMethod(class, id)
+	if info == nil {
+		u.Summary = "Unknown method " + strconv.Itoa(int(class)) + "." + strconv.Itoa(int(id))
+		u.Err = unknownMethod(class, id).Error()
+		return
+	}
+	u.Type = info.Name
+	s := appendMethodSummary(d.scratch[:0], info, p[4:])
+	m, err := ds.md.Decode(p)
+	if err != nil {
+		u.Err = err.Error()
+	}
+	switch m := m.(type) {
+	case *ConnectionStart:
+		s = appendPeer(s, m.ServerProperties)
+	case *ConnectionStartOk:
+		if err == nil {
+			s = d.redactStartOk(u, p, m.Mechanism, s)
+			s = appendPeer(s, m.ClientProperties)
+		}
+	case *ConnectionSecureOk, *ConnectionUpdateSecret:
+		d.redactArg(u, info, p)
+	case *ConnectionTuneOk:
+		if err == nil {
+			d.frameMax = int(m.FrameMax)
+		}
+	case *ChannelClose, *ChannelCloseOk:
+		for i := range d.dirs {
+			delete(d.dirs[i].msgs, u.Channel)
+		}
+	}
+	if err == nil && info.Content {
+		if ds.msgs == nil {
+			ds.msgs = make(map[uint16]*assembly)
+		}
+		if old := ds.msgs[u.Channel]; old != nil {
+			u.Warn("previous message on this channel was incomplete")
+		}
+		ds.msgs[u.Channel] = &assembly{method: p}
+	}
+	u.Summary = string(s)
+	d.scratch = s
+}
+
+// appendPeer appends the product and version a peer announced.
+func appendPeer(s []byte, props Table) []byte {
+	if v, ok := props.Get("product"); ok && v.Type == TypeLongstr {
+		s = append(s, " product="...)
+		s = appendPrintable(s, v.Bytes(), 60)
+		if v, ok := props.Get("version"); ok && v.Type == TypeLongstr {
+			s = append(s, ' ')
+			s = appendPrintable(s, v.Bytes(), 30)
+		}
+	}
+	return s
+}
+
+// redactStartOk hides the password in connection.start-ok's response.
+func (d *Decoder) redactStartOk(u *decode.Unit, p []byte, mech []byte, s []byte) []byte {
+	info := LookupMethod(ClassConnection, 11)
+	off, n, ok := argRange(info, p[4:], "response")
+	if !ok {
+		return s
+	}
+	resp := p[4+off+4 : 4+off+n] // after the longstr length
+	if string(mech) == "PLAIN" {
+		// authzid NUL authcid NUL passwd (RFC 4616).
+		if i := bytes.IndexByte(resp, 0); i >= 0 {
+			if j := bytes.IndexByte(resp[i+1:], 0); j >= 0 {
+				user := resp[i+1 : i+1+j]
+				s = append(s, " user="...)
+				s = appendPrintable(s, user, 100)
+				if !d.opt.ShowSecrets {
+					u.Secret = true
+					overwrite(resp[i+2+j:])
+				}
+				return s
+			}
+		}
+	}
+	if string(mech) == "AMQPLAIN" {
+		// A table without its length: LOGIN and PASSWORD.
+		it := Table(resp).Iter()
+		for it.Next() {
+			if string(it.Key()) == "LOGIN" {
+				s = append(s, " user="...)
+				s = appendPrintable(s, it.Value().Bytes(), 100)
+			}
+			if string(it.Key()) == "PASSWORD" && !d.opt.ShowSecrets {
+				u.Secret = true
+				overwrite(it.Value().Bytes())
+			}
+		}
+		if it.Err() == nil {
+			return s
+		}
+	}
+	if string(mech) != "EXTERNAL" && !d.opt.ShowSecrets && len(resp) > 0 {
+		u.Secret = true
+		overwrite(resp)
+	}
+	return s
+}
+
+// redactArg hides a whole secret argument.
+func (d *Decoder) redactArg(u *decode.Unit, info *MethodInfo, p []byte) {
+	if d.opt.ShowSecrets {
+		return
+	}
+	name := "response"
+	if info.Name == "connection.update-secret" {
+		name = "new-secret"
+	}
+	if off, n, ok := argRange(info, p[4:], name); ok && n > 4 {
+		u.Secret = true
+		overwrite(p[4+off+4 : 4+off+n])
+	}
+}
+
+func overwrite(b []byte) {
+	for i := range b {
+		b[i] = '*'
+	}
+}
+
+// argRange finds an argument's encoded range within args.
+func argRange(info *MethodInfo, args []byte, name string) (off, n int, ok bool) {
+	fs, _ := dissectArgs(args, 0, info.Args, "", nil)
+	for _, f := range fs {
+		if f.Key == name {
+			return f.Offset, f.Length, true
+		}
+	}
+	return 0, 0, false
+}
+
+func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
+	ds := &d.dirs[dir]
+	u.Type = TypeContentHeader
+	err := ds.hdr.DecodeFromBytes(p)
+	s := appendHeaderSummary(d.scratch[:0], &ds.hdr)
+	u.Summary = string(s)
+	d.scratch = s
+	if err != nil {
+		u.Err = err.Error()
+		delete(ds.msgs, u.Channel)
+		return
+	}
+	a := ds.msgs[u.Channel]
+	if a == nil {
+		u.Warn("content header without a method that carries content")
+		return
+	}
+	if a.header != nil {
+		u.Warn("second content header for one message")
+	}
+	a.header = p
+	a.bodySize = ds.hdr.BodySize
+	if a.bodySize == 0 {
+		d.complete(dir, u, a)
+	}
+}
+
+func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
+	ds := &d.dirs[dir]
+	u.Type = TypeContentBody
+	s := append(d.scratch[:0], "Content-Body len="...)
+	s = strconv.AppendInt(s, int64(len(p)), 10)
+	a := ds.msgs[u.Channel]
+	switch {
+	case a == nil || a.header == nil:
+		u.Warn("content body without a content header")
+	default:
+		a.got += uint64(len(p))
+		a.frames++
+		if a.frames == 1 && a.got >= a.bodySize {
+			a.body = p // the whole body is in this unit: share its bytes
+		} else if room := d.opt.MaxMessage - len(a.body); room > 0 {
+			a.body = append(a.body, p[:min(room, len(p))]...)
+			a.cut = a.cut || room < len(p)
+		} else if len(p) > 0 {
+			a.cut = true
+		}
+		s = append(s, " ("...)
+		s = strconv.AppendUint(s, a.got, 10)
+		s = append(s, '/')
+		s = strconv.AppendUint(s, a.bodySize, 10)
+		if a.got >= a.bodySize {
+			s = append(s, " complete"...)
+		}
+		s = append(s, ')')
+		if a.got > a.bodySize {
+			u.Warn("body is " + strconv.FormatUint(a.got, 10) + " bytes, the content header said " + strconv.FormatUint(a.bodySize, 10))
+		}
+		if a.got >= a.bodySize {
+			d.complete(dir, u, a)
+		}
+	}
+	u.Summary = string(s)
+	d.scratch = s
+}
+
+// complete attaches the assembled message to u, the unit that completes it.
+func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
+	delete(d.dirs[dir].msgs, u.Channel)
+	if a.cut {
+		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
+	}
+	m := &message{method: a.method, header: a.header, body: a.body, size: a.got, cut: a.cut, secret: u.Secret}
+	u.Dissect = m.dissect
+}

@@ -1,0 +1,325 @@
+package amqp091
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// This file builds field trees. It runs only when someone looks at a unit
+// (the detail pane, JSON output), so it favours clarity over allocation.
+
+// fieldNamer turns an argument name into a filterable dotted name.
+func argField(prefix string, a *ArgInfo) string { return prefix + a.Wireshark }
+
+// dissectArgs walks encoded arguments (or properties) described by infos and
+// returns one field per argument with its range; base is the offset of b in
+// Unit.Raw. present, when not nil, says which entries are on the wire
+// (content properties); bits are packed only for method arguments.
+func dissectArgs(b []byte, base int, infos []ArgInfo, prefix string, present func(i int) bool) ([]*decode.Field, error) {
+	r := reader{b: b}
+	var out []*decode.Field
+	bitPos, bitOff := 8, 0 // position in the current bit octet
+	var bits byte
+	for i := range infos {
+		a := &infos[i]
+		if present != nil && !present(i) {
+			continue
+		}
+		f := &decode.Field{Key: a.Name, Name: argField(prefix, a), Encoding: a.Domain.String()}
+		if a.Domain == DomainBit && present == nil {
+			if bitPos == 8 {
+				bitOff = r.off
+				bits = r.octet()
+				bitPos = 0
+			}
+			f.Value = bits&(1<<bitPos) != 0
+			f.Offset, f.Length = base+bitOff, 1
+			bitPos++
+			if r.short {
+				return out, truncatedAt("arguments", len(b))
+			}
+			out = append(out, f)
+			continue
+		}
+		bitPos = 8
+		start := r.off
+		switch a.Domain {
+		case DomainBit, DomainOctet:
+			f.Value = uint64(r.octet())
+		case DomainShort:
+			f.Value = uint64(r.short16())
+		case DomainLong:
+			f.Value = uint64(r.long32())
+		case DomainLonglong:
+			f.Value = r.longlong()
+		case DomainTimestamp:
+			if v := r.longlong(); !r.short {
+				f.Value = unixTime(v)
+			}
+		case DomainShortstr:
+			if s := r.shortstr(); !r.short {
+				f.Value = string(s)
+			}
+		case DomainLongstr:
+			if s := r.longstr(); !r.short {
+				f.Value = textOrBytes(s)
+			}
+		case DomainTable:
+			t := r.table()
+			if r.short {
+				break
+			}
+			f.Kind = decode.KindMap
+			f.Kids = dissectTable(t, base+start+4, f.Name, 0)
+		}
+		if r.short {
+			return out, truncatedAt("arguments", len(b))
+		}
+		f.Offset, f.Length = base+start, r.off-start
+		out = append(out, f)
+	}
+	if r.off != len(b) {
+		return out, trailing("arguments", r.off, len(b))
+	}
+	return out, nil
+}
+
+// textOrBytes returns s as a string when it is printable UTF-8, else as
+// bytes, so JSON shows text as text and binary as hex.
+func textOrBytes(s []byte) any {
+	if printable(s) {
+		return string(s)
+	}
+	return append([]byte(nil), s...)
+}
+
+func printable(s []byte) bool {
+	if !utf8.Valid(s) {
+		return false
+	}
+	for _, c := range s {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' {
+			return false
+		}
+		if c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// simpleKey reports whether a table key can extend a dotted field name.
+func simpleKey(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// dissectTable returns one field per table entry (keyed) or array element;
+// base is the offset of t in Unit.Raw.
+func dissectTable(t []byte, base int, name string, depth int) []*decode.Field {
+	it := TableIter{b: t, keyed: true}
+	return dissectIter(&it, base, name, depth)
+}
+
+func dissectArray(a []byte, base int, name string, depth int) []*decode.Field {
+	it := TableIter{b: a}
+	return dissectIter(&it, base, name, depth)
+}
+
+func dissectIter(it *TableIter, base int, name string, depth int) []*decode.Field {
+	var out []*decode.Field
+	for it.Next() {
+		v := it.Value()
+		f := &decode.Field{Encoding: v.Type.String(), Offset: base + it.Offset(), Length: it.End() - it.Offset()}
+		if it.keyed {
+			f.Key = string(it.Key())
+			if name != "" && simpleKey(it.Key()) {
+				f.Name = name + "." + f.Key
+			}
+		} else {
+			f.Key = strconv.Itoa(len(out))
+		}
+		// The value's own bytes start after the key and the type octet;
+		// variable-width values have a 4-byte length first.
+		valOff := f.Offset + f.Length - len(v.b)
+		switch v.Type {
+		case TypeTable:
+			f.Kind = decode.KindMap
+			if depth < maxNesting {
+				f.Kids = dissectTable(v.b, valOff, f.Name, depth+1)
+			}
+		case TypeArray:
+			f.Kind = decode.KindList
+			if depth < maxNesting {
+				f.Kids = dissectArray(v.b, valOff, "", depth+1)
+			}
+		case TypeLongstr:
+			f.Value = textOrBytes(v.b)
+		case TypeDecimal:
+			d := v.Decimal()
+			f.Value = d.String()
+		default:
+			f.Value = v.Any()
+		}
+		out = append(out, f)
+	}
+	if err := it.Err(); err != nil {
+		out = append(out, &decode.Field{Key: "error", Value: err.Error()})
+	}
+	return out
+}
+
+// String renders the decimal in plain notation ("12.34").
+func (d Decimal) String() string {
+	neg := d.Value < 0
+	v := int64(d.Value)
+	if neg {
+		v = -v
+	}
+	s := strconv.FormatInt(v, 10)
+	if d.Scale > 0 {
+		sc := int(d.Scale)
+		if len(s) <= sc {
+			s = strings.Repeat("0", sc-len(s)+1) + s
+		}
+		s = s[:len(s)-sc] + "." + s[len(s)-sc:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+var frameTypeDisplay = [...]string{1: "Method (1)", 2: "Content header (2)", 3: "Content body (3)", 8: "Heartbeat (8)"}
+
+// frameFields returns the frame header's fields: type, channel, length.
+func frameFields(raw []byte) []*decode.Field {
+	h, _ := PeekFrameHead(raw)
+	typ := &decode.Field{Key: "type", Name: "amqp.type", Value: uint64(h.Type), Encoding: "octet", Offset: 0, Length: 1}
+	if int(h.Type) < len(frameTypeDisplay) && frameTypeDisplay[h.Type] != "" {
+		typ.Display = frameTypeDisplay[h.Type]
+	}
+	return []*decode.Field{
+		typ,
+		{Key: "channel", Name: "amqp.channel", Value: uint64(h.Channel), Encoding: "short", Offset: 1, Length: 2},
+		{Key: "length", Name: "amqp.length", Value: uint64(h.Size), Encoding: "long", Offset: 3, Length: 4},
+	}
+}
+
+// dissectFrame builds a frame unit's tree from its raw bytes.
+func dissectFrame(u *decode.Unit) []*decode.Field {
+	raw := u.Raw
+	if len(raw) < FrameHeaderSize {
+		return nil
+	}
+	fs := frameFields(raw)
+	h, _ := PeekFrameHead(raw)
+	end := FrameHeaderSize + int(h.Size)
+	if end > len(raw) {
+		end = len(raw)
+	}
+	payload := raw[FrameHeaderSize:end]
+	switch h.Type {
+	case FrameMethod:
+		fs = append(fs, methodFields(payload, FrameHeaderSize, u.Secret)...)
+	case FrameHeader:
+		fs = append(fs, headerFields(payload, FrameHeaderSize)...)
+	case FrameBody:
+		fs = append(fs, &decode.Field{Key: "payload", Name: "amqp.payload", Value: append([]byte(nil), payload...),
+			Encoding: "bytes", Offset: FrameHeaderSize, Length: len(payload)})
+	}
+	return fs
+}
+
+// methodFields returns class, method, name and arguments of a method
+// payload at offset base of the unit.
+func methodFields(p []byte, base int, secret bool) []*decode.Field {
+	if len(p) < 4 {
+		return []*decode.Field{{Key: "error", Value: "method payload of " + strconv.Itoa(len(p)) + " bytes"}}
+	}
+	class, id := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
+	cf := &decode.Field{Key: "class", Name: "amqp.method.class", Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
+	mf := &decode.Field{Key: "method", Name: "amqp.method.method", Value: uint64(id), Encoding: "short", Offset: base + 2, Length: 2}
+	if n := className(class); n != "" {
+		cf.Display = n + " (" + strconv.Itoa(int(class)) + ")"
+	}
+	info := LookupMethod(class, id)
+	if info == nil {
+		return []*decode.Field{cf, mf, {Key: "error", Value: unknownMethod(class, id).Error()}}
+	}
+	mf.Display = info.Name[strings.IndexByte(info.Name, '.')+1:] + " (" + strconv.Itoa(int(id)) + ")"
+	nf := &decode.Field{Key: "name", Name: "amqp.method", Value: info.Name, Encoding: "class-id, method-id", Offset: base, Length: 4}
+	args, err := dissectArgs(p[4:], base+4, info.Args, "amqp.method.arguments.", nil)
+	af := &decode.Field{Key: "arguments", Name: "amqp.method.arguments", Kind: decode.KindMap,
+		Offset: base + 4, Length: len(p) - 4, Kids: args}
+	if err != nil {
+		af.Kids = append(af.Kids, &decode.Field{Key: "error", Value: err.Error()})
+	}
+	if secret {
+		redactFields(info, af.Kids)
+	}
+	return []*decode.Field{cf, mf, nf, af}
+}
+
+// headerFields returns a content header payload's fields.
+func headerFields(p []byte, base int) []*decode.Field {
+	var h ContentHeader
+	if err := h.DecodeFromBytes(p); err != nil && len(p) < 14 {
+		return []*decode.Field{{Key: "error", Value: err.Error()}}
+	}
+	class := binary.BigEndian.Uint16(p)
+	cf := &decode.Field{Key: "class", Name: "amqp.header.class", Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
+	if n := className(class); n != "" {
+		cf.Display = n + " (" + strconv.Itoa(int(class)) + ")"
+	}
+	flags := binary.BigEndian.Uint16(p[12:])
+	fs := []*decode.Field{
+		cf,
+		{Key: "weight", Name: "amqp.header.weight", Value: uint64(binary.BigEndian.Uint16(p[2:])), Encoding: "short", Offset: base + 2, Length: 2},
+		{Key: "body-size", Name: "amqp.header.body-size", Value: binary.BigEndian.Uint64(p[4:]), Encoding: "longlong", Offset: base + 4, Length: 8},
+		{Key: "property-flags", Name: "amqp.header.property-flags", Value: uint64(flags), Display: "0x" + hexByte(byte(flags>>8)) + hexByte(byte(flags)),
+			Encoding: "short", Offset: base + 12, Length: 2},
+	}
+	off := 14
+	for f := flags; f&1 != 0 && off+2 <= len(p); off += 2 {
+		f = binary.BigEndian.Uint16(p[off:])
+	}
+	props, err := dissectArgs(p[off:], base+off, propertyInfos[:], "amqp.method.properties.",
+		func(i int) bool { return flags&(1<<(15-i)) != 0 })
+	pf := &decode.Field{Key: "properties", Name: "amqp.header.properties", Kind: decode.KindMap,
+		Offset: base + off, Length: len(p) - off, Kids: props}
+	if err != nil {
+		pf.Kids = append(pf.Kids, &decode.Field{Key: "error", Value: err.Error()})
+	}
+	return append(fs, pf)
+}
+
+// redactFields replaces secrets in a method's argument fields.
+func redactFields(info *MethodInfo, args []*decode.Field) {
+	for _, f := range args {
+		if isSecretArg(info, f.Key) {
+			f.Value, f.Display, f.Kind, f.Kids = decode.Redacted, "", decode.KindValue, nil
+		}
+	}
+}
+
+func isSecretArg(info *MethodInfo, arg string) bool {
+	switch info.Name {
+	case "connection.start-ok", "connection.secure-ok":
+		return arg == "response"
+	case "connection.update-secret":
+		return arg == "new-secret"
+	}
+	return false
+}

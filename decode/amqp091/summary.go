@@ -1,0 +1,206 @@
+package amqp091
+
+import (
+	"strconv"
+)
+
+// Summaries follow tshark's Info column for AMQP ("Basic.Publish x=amq.direct
+// rk=foo") and say more where it helps: delivery tags, flags that are set,
+// reply codes, queue counts, body sizes.
+
+// summaryLabel is the short label of an argument in a summary; "" leaves the
+// argument out, "-" shows a bit by its name when set.
+func summaryLabel(name string) string {
+	switch name {
+	case "exchange":
+		return "x"
+	case "routing-key":
+		return "rk"
+	case "queue":
+		return "q"
+	case "consumer-tag":
+		return "ctag"
+	case "delivery-tag":
+		return "tag"
+	case "virtual-host":
+		return "vhost"
+	case "message-count":
+		return "messages"
+	case "consumer-count":
+		return "consumers"
+	case "prefetch-count":
+		return "prefetch"
+	case "prefetch-size", "mechanism", "channel-max", "frame-max", "heartbeat", "type", "reason":
+		return name
+	case "destination":
+		return "dst"
+	case "source":
+		return "src"
+	}
+	return ""
+}
+
+// titleName turns "basic.get-ok" into "Basic.Get-Ok", as tshark prints it.
+func appendTitle(dst []byte, name string) []byte {
+	up := true
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if up && c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = c == '.' || c == '-'
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// appendMethodSummary appends the summary of a method payload. It reads
+// arguments generically from the spec's description; malformed arguments
+// end the summary early (the unit's error says why).
+func appendMethodSummary(dst []byte, info *MethodInfo, args []byte) []byte {
+	dst = appendTitle(dst, info.Name)
+	r := reader{b: args}
+	bitPos := 8
+	var bits byte
+	var replyCode uint64
+	var class uint16
+	for i := range info.Args {
+		a := &info.Args[i]
+		if a.Domain == DomainBit {
+			if bitPos == 8 {
+				bits, bitPos = r.octet(), 0
+			}
+			set := bits&(1<<bitPos) != 0
+			bitPos++
+			if set && !a.Reserved && !r.short {
+				dst = append(dst, ' ')
+				dst = append(dst, a.Name...)
+			}
+			continue
+		}
+		bitPos = 8
+		var num uint64
+		var str []byte
+		isNum := true
+		switch a.Domain {
+		case DomainOctet:
+			num = uint64(r.octet())
+		case DomainShort:
+			num = uint64(r.short16())
+		case DomainLong:
+			num = uint64(r.long32())
+		case DomainLonglong, DomainTimestamp:
+			num = r.longlong()
+		case DomainShortstr:
+			str, isNum = r.shortstr(), false
+		case DomainLongstr:
+			str, isNum = r.longstr(), false
+		case DomainTable:
+			r.longstr()
+			continue
+		}
+		if r.short {
+			return dst
+		}
+		if a.Reserved {
+			continue
+		}
+		switch a.Name {
+		case "reply-code":
+			replyCode = num
+			continue
+		case "reply-text":
+			dst = append(dst, " reply="...)
+			dst = strconv.AppendUint(dst, replyCode, 10)
+			if len(str) > 0 {
+				dst = append(dst, ' ')
+				dst = appendPrintable(dst, str, 200)
+			}
+			continue
+		case "class-id":
+			class = uint16(num)
+			continue
+		case "method-id":
+			if class != 0 {
+				dst = append(dst, " on="...)
+				if m := LookupMethod(class, uint16(num)); m != nil {
+					dst = append(dst, m.Name...)
+				} else {
+					dst = strconv.AppendUint(dst, uint64(class), 10)
+					dst = append(dst, '.')
+					dst = strconv.AppendUint(dst, num, 10)
+				}
+			}
+			continue
+		case "mechanisms":
+			if info.Name == "connection.start" {
+				dst = append(dst, " mechanisms="...)
+				dst = appendPrintable(dst, str, 100)
+			}
+			continue
+		case "prefetch-size":
+			if num == 0 {
+				continue
+			}
+		}
+		label := summaryLabel(a.Name)
+		if label == "" {
+			continue
+		}
+		dst = append(dst, ' ')
+		dst = append(dst, label...)
+		dst = append(dst, '=')
+		if isNum {
+			dst = strconv.AppendUint(dst, num, 10)
+		} else {
+			dst = appendPrintable(dst, str, 200)
+		}
+	}
+	return dst
+}
+
+// appendPrintable appends s with control bytes shown as '.', cut to max.
+func appendPrintable(dst, s []byte, max int) []byte {
+	cut := false
+	if len(s) > max {
+		s, cut = s[:max], true
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			c = '.'
+		}
+		dst = append(dst, c)
+	}
+	if cut {
+		dst = append(dst, "..."...)
+	}
+	return dst
+}
+
+// appendHeaderSummary appends a content header's summary.
+func appendHeaderSummary(dst []byte, h *ContentHeader) []byte {
+	dst = append(dst, "Content-Header"...)
+	p := &h.Properties
+	if p.Flags&FlagContentType != 0 {
+		dst = append(dst, " type="...)
+		dst = appendPrintable(dst, p.ContentType, 100)
+	}
+	dst = append(dst, " size="...)
+	dst = strconv.AppendUint(dst, h.BodySize, 10)
+	if p.Flags&FlagDeliveryMode != 0 && p.DeliveryMode == 2 {
+		dst = append(dst, " persistent"...)
+	}
+	if p.Flags&FlagMessageID != 0 {
+		dst = append(dst, " msgid="...)
+		dst = appendPrintable(dst, p.MessageID, 100)
+	}
+	if p.Flags&FlagCorrelationID != 0 {
+		dst = append(dst, " corrid="...)
+		dst = appendPrintable(dst, p.CorrelationID, 100)
+	}
+	if p.Flags&FlagReplyTo != 0 {
+		dst = append(dst, " reply-to="...)
+		dst = appendPrintable(dst, p.ReplyTo, 100)
+	}
+	return dst
+}

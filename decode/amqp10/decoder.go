@@ -1,0 +1,625 @@
+package amqp10
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Decoder is the per-connection AMQP 1.0 decoder. It emits one unit per
+// protocol header and per frame, in wire order per direction, and
+// reassembles deliveries per session channel and link handle.
+type Decoder struct {
+	conn *decode.Conn
+	opt  decode.Options
+	emit decode.Emit
+	dirs [2]direction
+}
+
+var _ decode.Decoder = (*Decoder)(nil)
+
+type linkKey struct {
+	channel uint16
+	handle  uint32
+}
+
+// direction is one direction's state. Channels and handles are chosen by
+// the sender of a frame (§2.7.2, §2.6.2), so each direction keeps its own.
+type direction struct {
+	s decode.Stream
+	// opaque is set after a TLS header or an unrecoverable framing error:
+	// the rest of the direction is counted, not decoded.
+	opaque bool
+	// sasl is set between a SASL protocol header and the AMQP header that
+	// follows a successful outcome.
+	sasl       bool
+	mechanism  string
+	links      map[linkKey]string
+	deliveries map[linkKey]*delivery
+
+	// Scratch reused across frames (valid until the next frame).
+	frame Frame
+	comp  Composite
+	msg   Message
+	sum   []byte
+}
+
+// delivery is a message being reassembled from transfers (§2.6.14).
+type delivery struct {
+	id       uint32
+	hasID    bool
+	tag      []byte
+	buf      []byte
+	frames   int
+	overflow bool
+	size     int
+}
+
+// New is the AMQP 1.0 [decode.Factory].
+func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
+	d := &Decoder{conn: c, emit: emit}
+	if opt != nil {
+		d.opt = *opt
+	} else {
+		d.opt = *decode.DefaultOptions()
+	}
+	if d.opt.MaxFrame <= 0 {
+		d.opt.MaxFrame = decode.DefaultMaxFrame
+	}
+	if d.opt.MaxBuffered <= 0 {
+		d.opt.MaxBuffered = decode.DefaultMaxBuffered
+	}
+	if d.opt.MaxMessage <= 0 {
+		d.opt.MaxMessage = decode.DefaultMaxMessage
+	}
+	return d
+}
+
+// Feed decodes the next bytes of direction dir.
+func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	st := &d.dirs[dir&1]
+	if st.opaque {
+		st.s.Pos += int64(len(data))
+		return
+	}
+	buf := st.s.Push(data)
+	off := 0
+	for off < len(buf) && !st.opaque {
+		n := d.next(dir, st, buf[off:], st.s.Pos+int64(off), t)
+		if n == 0 {
+			break
+		}
+		off += n
+	}
+	if st.opaque {
+		st.s.Keep(len(buf), nil)
+		return
+	}
+	rest := buf[off:]
+	if len(rest) > d.opt.MaxBuffered {
+		d.fail(dir, st, rest, st.s.Pos+int64(off), t, "frame larger than the buffer limit ("+strconv.Itoa(d.opt.MaxBuffered)+" bytes): stream not decoded from here")
+		st.s.Keep(len(buf), nil)
+		return
+	}
+	st.s.Keep(off, rest)
+}
+
+// next decodes one unit at the front of b and returns the bytes it took, or
+// 0 when b holds less than a whole unit.
+func (d *Decoder) next(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time) int {
+	if len(b) >= 4 && b[0] == 'A' && b[1] == 'M' && b[2] == 'Q' && b[3] == 'P' {
+		if len(b) < ProtocolHeaderLen {
+			return 0
+		}
+		d.protocolHeader(dir, st, b[:ProtocolHeaderLen], pos, t)
+		return ProtocolHeaderLen
+	}
+	if len(b) < FrameHeaderLen {
+		return 0
+	}
+	size, err := ParseFrameHeader(b, pos)
+	if err != nil {
+		d.fail(dir, st, b, pos, t, err.Error()+": stream not decoded from here")
+		return 0
+	}
+	if uint64(size) > uint64(d.opt.MaxFrame) {
+		d.fail(dir, st, b, pos, t, "amqp1.0: frame size "+strconv.FormatUint(uint64(size), 10)+" exceeds the limit of "+strconv.Itoa(d.opt.MaxFrame)+" at offset "+strconv.FormatInt(pos, 10)+": stream not decoded from here")
+		return 0
+	}
+	if uint64(len(b)) < uint64(size) {
+		return 0
+	}
+	d.frame(dir, st, b[:size], pos, t)
+	return int(size)
+}
+
+// fail emits an error unit covering what is left and stops decoding the
+// direction.
+func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time, msg string) {
+	n := len(b)
+	if n > 64 {
+		n = 64
+	}
+	u := d.unit(dir, b[:n], pos, t)
+	u.Len = len(b)
+	u.Type = "error"
+	u.Summary = "undecodable bytes"
+	u.Err = msg
+	st.opaque = true
+	d.emit(u)
+}
+
+func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time) *decode.Unit {
+	return &decode.Unit{
+		Conn:   d.conn,
+		Dir:    dir,
+		Time:   t,
+		Proto:  decode.ProtoAMQP10,
+		Offset: pos,
+		Len:    len(raw),
+		Raw:    append([]byte(nil), raw...),
+	}
+}
+
+func (d *Decoder) protocolHeader(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time) {
+	h, _ := ParseProtocolHeader(b)
+	u := d.unit(dir, b, pos, t)
+	u.Type = "protocol-header"
+	u.Summary = "protocol-header " + h.Name() + " " + h.Version()
+	if h.Major != 1 || h.Minor != 0 {
+		u.Warn("protocol version " + h.Version() + " is not AMQP 1.0")
+	}
+	switch h.ID {
+	case ProtocolSASL:
+		st.sasl = true
+	case ProtocolAMQP:
+		st.sasl = false
+	case ProtocolTLS:
+		u.Summary += " (the rest of this direction is TLS)"
+		st.opaque = true
+	default:
+		u.Warn("unknown protocol id " + strconv.Itoa(int(h.ID)))
+	}
+	u.Dissect = dissectProtocolHeader
+	d.emit(u)
+}
+
+func dissectProtocolHeader(u *decode.Unit) []*decode.Field {
+	h, ok := ParseProtocolHeader(u.Raw)
+	if !ok {
+		return nil
+	}
+	return []*decode.Field{
+		{Key: "protocol", Name: "amqp.protocol", Value: "AMQP", Offset: 0, Length: 4},
+		{Key: "protocol-id", Name: "amqp.protocol-id", Value: uint64(h.ID), Display: h.Name() + " (" + strconv.Itoa(int(h.ID)) + ")", Offset: 4, Length: 1},
+		{Key: "version", Name: "amqp.version", Value: h.Version(), Offset: 5, Length: 3},
+	}
+}
+
+// frame decodes one whole frame.
+func (d *Decoder) frame(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time) {
+	f := &st.frame
+	ParseFrame(b, f)
+	u := d.unit(dir, b, pos, t)
+	u.Channel, u.HasChannel = f.Channel, f.Type == FrameTypeAMQP
+	u.Dissect = dissectFrame
+	if len(f.Body) == 0 {
+		u.Type = "empty"
+		u.Summary = "empty (heartbeat)"
+		if f.Type != FrameTypeAMQP {
+			u.Warn("empty frame of type " + strconv.Itoa(int(f.Type)))
+		}
+		d.emit(u)
+		return
+	}
+	if f.Type != FrameTypeAMQP && f.Type != FrameTypeSASL {
+		u.Type = "frame-type-" + strconv.Itoa(int(f.Type))
+		u.Summary = "frame of unknown type " + strconv.Itoa(int(f.Type))
+		u.Warn("unknown frame type " + strconv.Itoa(int(f.Type)) + ": body not decoded")
+		d.emit(u)
+		return
+	}
+	body := f.BodyOffset()
+	c := &st.comp
+	if err := ScanComposite(u.Raw, body, c); err != nil {
+		u.Type = "error"
+		u.Summary = "undecodable frame body"
+		u.Err = err.Error()
+		d.emit(u)
+		return
+	}
+	t0 := described[c.Descriptor]
+	if t0 == nil || t0.provides != "frame" && t0.provides != "sasl-frame" {
+		u.Type = "unknown-performative"
+		u.Summary = "unknown performative " + descriptorText(c.Descriptor, c.Symbol)
+		u.Warn("frame body is not a performative")
+		d.emit(u)
+		return
+	}
+	u.Type = performativeType(c.Descriptor)
+	if (f.Type == FrameTypeSASL) != (t0.provides == "sasl-frame") {
+		u.Warn(u.Type + " in a frame of type " + strconv.Itoa(int(f.Type)))
+	}
+	d.summarise(dir, st, u, c, u.Raw[c.List.End:])
+	d.emit(u)
+}
+
+// performativeType returns the unit type INTERFACES.md names.
+func performativeType(code uint64) string {
+	switch code {
+	case DescriptorSASLMechanisms:
+		return "sasl.mechanisms"
+	case DescriptorSASLInit:
+		return "sasl.init"
+	case DescriptorSASLChallenge:
+		return "sasl.challenge"
+	case DescriptorSASLResponse:
+		return "sasl.response"
+	case DescriptorSASLOutcome:
+		return "sasl.outcome"
+	}
+	return described[code].name
+}
+
+// summarise builds the summary line of a performative and runs its side
+// effects (link names, transfer reassembly, secret redaction).
+func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Composite, payload []byte) {
+	b := u.Raw
+	s := append(st.sum[:0], u.Type...)
+	if u.HasChannel {
+		s = append(s, " ch="...)
+		s = strconv.AppendUint(s, uint64(u.Channel), 10)
+	}
+	switch c.Descriptor {
+	case DescriptorOpen:
+		s = appendStr(s, " container-id=", b, c, 0)
+		s = appendStr(s, " hostname=", b, c, 1)
+		s = appendUint(s, " max-frame-size=", b, c, 2)
+		s = appendUint(s, " channel-max=", b, c, 3)
+		s = appendUint(s, " idle-time-out=", b, c, 4)
+	case DescriptorBegin:
+		s = appendUint(s, " remote-channel=", b, c, 0)
+		s = appendUint(s, " next-outgoing-id=", b, c, 1)
+		s = appendUint(s, " incoming-window=", b, c, 2)
+		s = appendUint(s, " outgoing-window=", b, c, 3)
+		s = appendUint(s, " handle-max=", b, c, 4)
+	case DescriptorAttach:
+		name, _ := c.Bytes(b, 0)
+		h, _ := c.Uint(b, 1)
+		if st.links == nil {
+			st.links = make(map[linkKey]string)
+		}
+		st.links[linkKey{u.Channel, uint32(h)}] = string(name)
+		s = appendStr(s, " name=", b, c, 0)
+		s = appendUint(s, " handle=", b, c, 1)
+		if r, ok := c.Bool(b, 2); ok {
+			if r {
+				s = append(s, " role=receiver"...)
+			} else {
+				s = append(s, " role=sender"...)
+			}
+		}
+		s = appendTerminus(s, " source=", b, c, 5)
+		s = appendTerminus(s, " target=", b, c, 6)
+	case DescriptorFlow:
+		s = appendUint(s, " handle=", b, c, 4)
+		s = appendUint(s, " delivery-count=", b, c, 5)
+		s = appendUint(s, " link-credit=", b, c, 6)
+		s = appendUint(s, " next-incoming-id=", b, c, 0)
+		s = appendUint(s, " incoming-window=", b, c, 1)
+		s = appendUint(s, " next-outgoing-id=", b, c, 2)
+		s = appendUint(s, " outgoing-window=", b, c, 3)
+		s = appendBool(s, " drain", b, c, 8)
+		s = appendBool(s, " echo", b, c, 9)
+	case DescriptorTransfer:
+		s = d.transfer(dir, st, u, c, payload, s)
+	case DescriptorDisposition:
+		if r, ok := c.Bool(b, 0); ok {
+			if r {
+				s = append(s, " role=receiver"...)
+			} else {
+				s = append(s, " role=sender"...)
+			}
+		}
+		s = appendUint(s, " first=", b, c, 1)
+		s = appendUint(s, " last=", b, c, 2)
+		s = appendBool(s, " settled", b, c, 3)
+		s = appendState(s, b, c, 4)
+	case DescriptorDetach:
+		s = appendUint(s, " handle=", b, c, 0)
+		if h, ok := c.Uint(b, 0); ok {
+			if name, ok := st.links[linkKey{u.Channel, uint32(h)}]; ok {
+				s = append(s, " link="...)
+				s = strconv.AppendQuote(s, name)
+				if cl, _ := c.Bool(b, 1); cl {
+					delete(st.links, linkKey{u.Channel, uint32(h)})
+				}
+			}
+		}
+		s = appendBool(s, " closed", b, c, 1)
+		s = appendError(s, b, c, 2, u)
+	case DescriptorEnd:
+		s = appendError(s, b, c, 0, u)
+	case DescriptorClose:
+		s = appendError(s, b, c, 0, u)
+	case DescriptorSASLMechanisms:
+		if f, ok := c.Field(0); ok {
+			s = append(s, ' ')
+			s = appendSymbols(s, b, f)
+		}
+	case DescriptorSASLInit:
+		mech, _ := c.Bytes(b, 0)
+		st.mechanism = string(mech)
+		s = append(s, ' ')
+		s = append(s, mech...)
+		s = d.redactInit(s, u, c)
+		s = appendStr(s, " hostname=", b, c, 2)
+	case DescriptorSASLChallenge:
+		if ch, ok := c.Bytes(b, 0); ok {
+			s = append(s, " challenge "...)
+			s = strconv.AppendInt(s, int64(len(ch)), 10)
+			s = append(s, " B"...)
+		}
+	case DescriptorSASLResponse:
+		u.Secret = true
+		if f, ok := c.Field(0); ok {
+			s = append(s, " response "...)
+			s = strconv.AppendInt(s, int64(f.End-f.Data), 10)
+			s = append(s, " B"...)
+			if !d.opt.ShowSecrets {
+				redact(u.Raw[f.Data:f.End])
+				u.Dissect = dissectRedacted
+			}
+		}
+	case DescriptorSASLOutcome:
+		if code, ok := c.Uint(b, 0); ok {
+			s = append(s, " code="...)
+			if n, ok := choices["sasl-code"][strconv.FormatUint(code, 10)]; ok {
+				s = append(s, n...)
+			} else {
+				s = strconv.AppendUint(s, code, 10)
+			}
+		}
+	}
+	if len(payload) > 0 && c.Descriptor != DescriptorTransfer {
+		u.Warn(u.Type + " carries " + strconv.Itoa(len(payload)) + " bytes after its performative")
+	}
+	st.sum = s
+	u.Summary = string(s)
+}
+
+func redact(b []byte) {
+	for i := range b {
+		b[i] = '*'
+	}
+}
+
+// redactInit hides the secret part of a sasl-init initial response: for
+// PLAIN (RFC 4616: authzid NUL authcid NUL passwd) the password, so the
+// user name stays visible; for mechanisms whose initial response carries
+// no secret (ANONYMOUS, EXTERNAL) nothing; for others all of it.
+func (d *Decoder) redactInit(s []byte, u *decode.Unit, c *Composite) []byte {
+	f, ok := c.Field(1)
+	if !ok {
+		return s
+	}
+	resp, _ := f.Bytes(u.Raw)
+	switch d.dirs[u.Dir&1].mechanism {
+	case "ANONYMOUS", "EXTERNAL":
+		return s
+	case "PLAIN":
+		u.Secret = true
+		first := indexByte(resp, 0)
+		second := -1
+		if first >= 0 {
+			second = indexByte(resp[first+1:], 0)
+		}
+		if second >= 0 {
+			user := resp[first+1 : first+1+second]
+			s = append(s, " user="...)
+			s = strconv.AppendQuote(s, string(user))
+			if !d.opt.ShowSecrets {
+				redact(resp[first+1+second+1:])
+				u.Dissect = dissectRedacted
+			}
+			return s
+		}
+	}
+	u.Secret = true
+	if !d.opt.ShowSecrets {
+		redact(resp)
+		u.Dissect = dissectRedacted
+	}
+	return s
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func appendUint(s []byte, label string, b []byte, c *Composite, i int) []byte {
+	if v, ok := c.Uint(b, i); ok {
+		s = append(s, label...)
+		s = strconv.AppendUint(s, v, 10)
+	}
+	return s
+}
+
+func appendStr(s []byte, label string, b []byte, c *Composite, i int) []byte {
+	if v, ok := c.Bytes(b, i); ok {
+		s = append(s, label...)
+		s = appendQuoted(s, v)
+	}
+	return s
+}
+
+func appendBool(s []byte, label string, b []byte, c *Composite, i int) []byte {
+	if v, ok := c.Bool(b, i); ok && v {
+		s = append(s, label...)
+	}
+	return s
+}
+
+// appendQuoted quotes v like strconv.Quote, bounding what a summary shows.
+func appendQuoted(s, v []byte) []byte {
+	if len(v) > 80 {
+		s = strconv.AppendQuote(s, string(v[:80]))
+		return append(s, "..."...)
+	}
+	return strconv.AppendQuote(s, string(v))
+}
+
+func appendSymbols(s []byte, b []byte, f *Value) []byte {
+	if f.Code == CodeArray8 || f.Code == CodeArray32 {
+		it := f.Items(b)
+		for i := 0; it.Next(); i++ {
+			if i > 0 {
+				s = append(s, ',')
+			}
+			if v, ok := it.Value.Bytes(b); ok {
+				s = append(s, v...)
+			}
+		}
+		return s
+	}
+	if v, ok := f.Bytes(b); ok {
+		s = append(s, v...)
+	}
+	return s
+}
+
+// appendTerminus shows a source's or target's address.
+func appendTerminus(s []byte, label string, b []byte, c *Composite, i int) []byte {
+	f, ok := c.Field(i)
+	if !ok {
+		return s
+	}
+	var t Composite
+	if t.Set(b, *f) != nil {
+		return s
+	}
+	s = append(s, label...)
+	if a, ok := t.Bytes(b, 0); ok {
+		return appendQuoted(s, a)
+	}
+	if dyn, _ := t.Bool(b, 4); dyn {
+		return append(s, "dynamic"...)
+	}
+	return append(s, "null"...)
+}
+
+// appendState shows a delivery state (§3.4) and its error, if any.
+func appendState(s []byte, b []byte, c *Composite, i int) []byte {
+	f, ok := c.Field(i)
+	if !ok {
+		return s
+	}
+	var st Composite
+	if st.Set(b, *f) != nil {
+		return s
+	}
+	s = append(s, ' ')
+	if t := described[st.Descriptor]; t != nil {
+		s = append(s, t.name...)
+	} else {
+		s = append(s, descriptorText(st.Descriptor, st.Symbol)...)
+	}
+	switch st.Descriptor {
+	case DescriptorRejected:
+		s = appendErrorValue(s, b, &st, 0)
+	case DescriptorReceived:
+		s = appendUint(s, " section-number=", b, &st, 0)
+		s = appendUint(s, " section-offset=", b, &st, 1)
+	case DescriptorModified:
+		s = appendBool(s, " delivery-failed", b, &st, 0)
+		s = appendBool(s, " undeliverable-here", b, &st, 1)
+	}
+	return s
+}
+
+func appendError(s []byte, b []byte, c *Composite, i int, u *decode.Unit) []byte {
+	n := len(s)
+	s = appendErrorValue(s, b, c, i)
+	if len(s) > n {
+		u.Warn("peer reported an error:" + string(s[n:]))
+	}
+	return s
+}
+
+func appendErrorValue(s []byte, b []byte, c *Composite, i int) []byte {
+	f, ok := c.Field(i)
+	if !ok {
+		return s
+	}
+	var e Composite
+	if e.Set(b, *f) != nil {
+		return s
+	}
+	if cond, ok := e.Bytes(b, 0); ok {
+		s = append(s, " error="...)
+		s = append(s, cond...)
+	}
+	s = appendStr(s, " description=", b, &e, 1)
+	return s
+}
+
+// Gap drops what is buffered and any delivery in reassembly for dir, and
+// stops decoding it: AMQP 1.0 frames carry no marker to resynchronise on.
+func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
+	st := &d.dirs[dir&1]
+	if st.opaque {
+		return
+	}
+	u := d.unit(dir, nil, st.s.Pos, t)
+	u.Type = "error"
+	u.Summary = "gap in the capture"
+	msg := "amqp1.0: capture lost "
+	if n >= 0 {
+		msg += strconv.Itoa(n) + " bytes"
+	} else {
+		msg += "bytes"
+	}
+	if k := len(st.deliveries); k > 0 {
+		msg += "; " + strconv.Itoa(k) + " deliveries in reassembly dropped"
+	}
+	u.Err = msg + ": direction not decoded from here"
+	st.deliveries = nil
+	skip := int64(n)
+	if skip < 0 {
+		skip = 0
+	}
+	st.s.Reset(skip)
+	st.opaque = true
+	d.emit(u)
+}
+
+// End reports a partial frame left in dir's buffer and deliveries that
+// never completed.
+func (d *Decoder) End(dir decode.Dir, t time.Time) {
+	st := &d.dirs[dir&1]
+	if st.opaque {
+		return
+	}
+	if n := st.s.Buffered(); n > 0 {
+		tail := st.s.Push(nil)
+		u := d.unit(dir, tail, st.s.Pos, t)
+		u.Type = "error"
+		u.Summary = "truncated frame"
+		msg := "amqp1.0: stream ended inside a frame: " + strconv.Itoa(n) + " bytes"
+		if n >= FrameHeaderLen {
+			if size, err := ParseFrameHeader(tail, st.s.Pos); err == nil {
+				msg += " of " + strconv.FormatUint(uint64(size), 10)
+			}
+		}
+		u.Err = msg + " at offset " + strconv.FormatInt(st.s.Pos, 10)
+		st.s.Keep(n, nil)
+		d.emit(u)
+	}
+	st.opaque = true
+}

@@ -1,0 +1,93 @@
+package amqp10
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// FuzzScan feeds arbitrary bytes to the type decoder: Scan, item
+// iteration, composites, messages and the materialiser must never panic,
+// and whatever Scan accepts must lie within the input.
+func FuzzScan(f *testing.F) {
+	f.Add(rabbitSASLMechanisms[8:])
+	f.Add(protonSASLInit[8:])
+	msg, _ := buildMessage(CRC32, false, section{DescriptorProperties, AppendList(nil, AppendString(nil, "id"))}, section{DescriptorData, AppendBinary(nil, []byte("x"))})
+	f.Add(msg)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := Scan(b, 0)
+		if err == nil {
+			if v.Start != 0 || v.End > len(b) || v.End <= v.Start || v.Data > v.End {
+				t.Fatalf("value out of bounds: %+v (len %d)", v, len(b))
+			}
+			it := v.Items(b)
+			for it.Next() {
+				if it.Value.End > v.End {
+					t.Fatalf("item past its container")
+				}
+			}
+			var c Composite
+			c.Set(b, v)
+			Materialize(b, 0, "v")
+		}
+		var m Message
+		ParseMessage(b, &m)
+		if m.BareStart > m.BareEnd || m.BareEnd > len(b) {
+			t.Fatalf("bare range %d..%d of %d", m.BareStart, m.BareEnd, len(b))
+		}
+		m.VerifyChecksum(b)
+		m.MessageID(b)
+		if len(b) > 0 {
+			locate(b, len(b)/2)
+		}
+	})
+}
+
+// FuzzDecoder drives the frame and transfer state machine: the input is
+// split between the two directions at split and fed in chunks of chunk
+// bytes; every unit's field tree is built.
+func FuzzDecoder(f *testing.F) {
+	hdr := []byte("AMQP\x00\x01\x00\x00")
+	msg, _ := buildMessage(Adler32, false, section{DescriptorProperties, AppendList(nil, AppendString(nil, "id"))}, section{DescriptorData, AppendBinary(nil, make([]byte, 40))})
+	multi := append(append(append([]byte{}, hdr...), transferFrame(0, 0, 1, true, msg[:20])...), transferFrame(0, 0, 1, false, msg[20:])...)
+	f.Add(multi, uint16(len(multi)), uint8(3))
+	f.Add(append(append([]byte("AMQP\x03\x01\x00\x00"), protonSASLInit...), rabbitSASLMechanisms...), uint16(43), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, split uint16, chunk uint8) {
+		s := int(split)
+		if s > len(b) {
+			s = len(b)
+		}
+		opt := decode.DefaultOptions()
+		opt.MaxMessage = 1 << 16
+		opt.MaxFrame = 1 << 16
+		opt.MaxBuffered = 1 << 17
+		var units []*decode.Unit
+		d := New(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) { units = append(units, u) })
+		imm := NewImmutability()
+		for dir, part := range [][]byte{b[:s], b[s:]} {
+			for len(part) > 0 {
+				n := len(part)
+				if chunk > 0 && int(chunk) < n {
+					n = int(chunk)
+				}
+				d.Feed(decode.Dir(dir), part[:n], time.Time{})
+				part = part[n:]
+			}
+		}
+		d.End(decode.DirF, time.Time{})
+		d.End(decode.DirB, time.Time{})
+		for _, u := range units {
+			imm.Observe(u)
+			for _, fl := range u.Fields() {
+				decode.Walk([]*decode.Field{fl}, func(x *decode.Field) bool {
+					if x.Length > 0 && (x.Offset < 0 || x.Offset+x.Length > len(u.Raw)) {
+						t.Fatalf("%s: field %s range %d+%d outside raw %d", u.Summary, x.Key, x.Offset, x.Length, len(u.Raw))
+					}
+					return true
+				})
+			}
+		}
+		imm.Summary()
+	})
+}

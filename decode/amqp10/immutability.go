@@ -1,0 +1,244 @@
+package amqp10
+
+import (
+	"crypto/sha256"
+	"strconv"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Immutability checks that brokers keep bare messages immutable (§3.2: "The
+// bare message is immutable within the AMQP network"). It pairs a message
+// entering a broker (a client-to-server transfer on one connection) with
+// the same message leaving it (a server-to-client transfer on another
+// connection), by properties.message-id or, without one, by a hash of the
+// bare message, and compares the bare messages' exact bytes.
+//
+// The pipeline calls Observe for every unit it emits, in output order and
+// before the unit is printed or stored, and prints Summary at the end of a
+// capture:
+//
+//	imm := amqp10.NewImmutability()
+//	for each unit u { imm.Observe(u); sink(u) }
+//	for _, line := range imm.Summary() { fmt.Println(line) }
+//
+// Observe annotates the leaving unit: a field "immutability"
+// (amqp.immutability: "identical" or "modified") in the message subtree of
+// its field tree, and a warning when the bare message was modified.
+// An Immutability is not safe for concurrent use.
+type Immutability struct {
+	entered map[string]*immEntry
+	order   []string
+	bytes   int
+	// MaxBytes bounds the bare-message bytes retained for comparison
+	// (default 64 MiB); the oldest messages are forgotten first.
+	MaxBytes int
+	rep      ImmutabilityReport
+	modified []string
+}
+
+type immEntry struct {
+	conn int
+	n    int
+	bare []byte
+}
+
+// ImmutabilityReport counts what an Immutability saw.
+type ImmutabilityReport struct {
+	Entered   int // completed client-to-server messages
+	Left      int // completed server-to-client messages
+	Paired    int // leaving messages matched with an entering one
+	Identical int
+	Modified  int
+}
+
+// ImmutabilityVerdict is the outcome for one leaving message.
+type ImmutabilityVerdict struct {
+	Identical bool
+	// MatchedBy is "message-id" or "bare-message hash".
+	MatchedBy string
+	// FromConn and FromUnit identify the entering transfer.
+	FromConn, FromUnit int
+	// Offset is the first differing offset in the bare message (-1 when
+	// identical); Where names the section and field it falls in.
+	Offset  int
+	Where   string
+	In, Out int // bare-message lengths entering and leaving
+}
+
+// NewImmutability returns an empty tracker.
+func NewImmutability() *Immutability {
+	return &Immutability{entered: make(map[string]*immEntry), MaxBytes: 64 << 20}
+}
+
+// Observe feeds one unit; units that do not complete an AMQP 1.0 message
+// are ignored. For a leaving message paired with an entering one it
+// returns the verdict (and annotates the unit), else nil.
+func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
+	cm := MessageOf(u)
+	if cm == nil || u.Conn == nil {
+		return nil
+	}
+	bare := cm.Bare()
+	key := "id:" + u.MessageID
+	by := "message-id"
+	if u.MessageID == "" {
+		h := sha256.Sum256(bare)
+		key, by = "sha256:"+string(h[:]), "bare-message hash"
+	}
+	if u.Dir == decode.DirF {
+		im.rep.Entered++
+		if old, ok := im.entered[key]; ok {
+			im.bytes -= len(old.bare)
+		} else {
+			im.order = append(im.order, key)
+		}
+		im.entered[key] = &immEntry{conn: u.Conn.ID, n: u.N, bare: bare}
+		im.bytes += len(bare)
+		im.evict()
+		return nil
+	}
+	im.rep.Left++
+	e, ok := im.entered[key]
+	if !ok || e.conn == u.Conn.ID {
+		return nil
+	}
+	im.rep.Paired++
+	v := &ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
+	v.Offset = firstDiff(e.bare, bare)
+	v.Identical = v.Offset < 0
+	f := &decode.Field{Key: "immutability", Name: "amqp.immutability"}
+	from := "conn " + strconv.Itoa(e.conn)
+	if e.n > 0 {
+		from += " unit " + strconv.Itoa(e.n)
+	}
+	if v.Identical {
+		im.rep.Identical++
+		f.Value = "identical"
+		f.Display = "identical: bare message byte-for-byte as sent on " + from + " (matched by " + by + ")"
+	} else {
+		im.rep.Modified++
+		v.Where = locate(e.bare, v.Offset)
+		f.Value = "modified"
+		msg := "bare message modified by the broker: differs from " + from + " at byte " + strconv.Itoa(v.Offset) +
+			" of the bare message"
+		if v.Where != "" {
+			msg += " (" + v.Where + ")"
+		}
+		msg += "; sent " + byteAt(e.bare, v.Offset) + ", received " + byteAt(bare, v.Offset) +
+			"; " + strconv.Itoa(v.In) + " bytes sent, " + strconv.Itoa(v.Out) + " received"
+		f.Display = msg
+		u.Warn(msg)
+		id := u.MessageID
+		if id == "" {
+			id = "(no message-id)"
+		}
+		im.modified = append(im.modified, "  message-id "+strconv.Quote(id)+": conn "+strconv.Itoa(e.conn)+
+			" -> conn "+strconv.Itoa(u.Conn.ID)+": "+msg)
+	}
+	f.Add(&decode.Field{Key: "matched-by", Value: by})
+	f.Add(&decode.Field{Key: "from-conn", Value: uint64(e.conn)})
+	if v.Offset >= 0 {
+		f.Add(&decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(v.Offset)})
+	}
+	cm.Annotations = append(cm.Annotations, f)
+	return v
+}
+
+func (im *Immutability) evict() {
+	for im.bytes > im.MaxBytes && len(im.order) > 0 {
+		k := im.order[0]
+		im.order = im.order[1:]
+		if e, ok := im.entered[k]; ok {
+			im.bytes -= len(e.bare)
+			delete(im.entered, k)
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	n := len(a)
+	if len(b) < n {
+		n = len(b)
+	}
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return n
+	}
+	return -1
+}
+
+func byteAt(b []byte, i int) string {
+	if i >= len(b) {
+		return "end of message"
+	}
+	return hexByte(b[i])
+}
+
+// locate names the section, and within properties or
+// application-properties the field, that offset off of bare falls in.
+func locate(bare []byte, off int) string {
+	var m Message
+	ParseMessage(bare, &m)
+	for i := range m.Sections {
+		s := &m.Sections[i]
+		if off < s.Value.Start || off >= s.Value.End {
+			continue
+		}
+		where := s.Name()
+		if off < s.Value.Data {
+			return where + " (descriptor or size)"
+		}
+		switch s.Descriptor {
+		case DescriptorProperties, DescriptorHeader:
+			var c Composite
+			if c.Set(bare, s.Value) == nil {
+				fields := described[s.Descriptor].fields
+				for j := 0; j < c.N; j++ {
+					if off >= c.Fields[j].Start && off < c.Fields[j].End && j < len(fields) {
+						return where + "." + fields[j].name
+					}
+				}
+			}
+		case DescriptorApplicationProperties:
+			inner := s.Value
+			inner.Start, inner.DescStart, inner.DescEnd = s.Value.DescEnd, 0, 0
+			it := inner.Items(bare)
+			for it.Next() {
+				k := it.Value
+				if !it.Next() {
+					break
+				}
+				if off >= k.Start && off < it.Value.End {
+					name, _ := k.Bytes(bare)
+					return where + "[" + strconv.Quote(string(name)) + "]"
+				}
+			}
+		}
+		return where
+	}
+	if off >= len(bare) {
+		return "end of the bare message"
+	}
+	return ""
+}
+
+// Report returns the counts so far.
+func (im *Immutability) Report() ImmutabilityReport { return im.rep }
+
+// Summary returns the per-capture report, one line each, for the end of a
+// headless run. It is empty when no AMQP 1.0 message left a broker.
+func (im *Immutability) Summary() []string {
+	r := im.rep
+	if r.Entered == 0 && r.Left == 0 {
+		return nil
+	}
+	lines := []string{"AMQP 1.0 bare-message immutability: " + strconv.Itoa(r.Entered) + " messages entered a broker, " +
+		strconv.Itoa(r.Left) + " left it; " + strconv.Itoa(r.Paired) + " paired: " + strconv.Itoa(r.Identical) +
+		" identical, " + strconv.Itoa(r.Modified) + " modified"}
+	return append(lines, im.modified...)
+}

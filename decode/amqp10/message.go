@@ -1,0 +1,211 @@
+package amqp10
+
+import (
+	"encoding/hex"
+	"hash/adler32"
+	"hash/crc32"
+	"strconv"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Section is one section of a message (§3.2) located in the message bytes.
+type Section struct {
+	// Descriptor is the section's descriptor code (DescriptorHeader ...
+	// DescriptorFooter).
+	Descriptor uint64
+	// Value spans the whole section, descriptor included.
+	Value Value
+}
+
+// Name returns the section's name from messaging.xml ("properties").
+func (s *Section) Name() string {
+	if t := described[s.Descriptor]; t != nil {
+		return t.name
+	}
+	return "section 0x" + strconv.FormatUint(s.Descriptor, 16)
+}
+
+// Message is a message located in place: its sections and the exact range
+// of its bare message (§3.2: properties, application-properties and the
+// body; the header, annotations and footer are not part of it).
+type Message struct {
+	// Sections in wire order. ParseMessage reuses the slice's storage.
+	Sections []Section
+	// BareStart and BareEnd bound the bare message: from the first
+	// bare-message section up to the footer (or the end). BareStart ==
+	// BareEnd when the message has no bare section.
+	BareStart, BareEnd int
+	// Footer is the index of the footer section in Sections, or -1.
+	Footer int
+	// Properties is the index of the properties section, or -1.
+	Properties int
+	// Body describes the body for summaries: its kind ("data",
+	// "amqp-sequence", "amqp-value", or "" without a body), the number of
+	// body sections and their total bytes (data: the binary payloads).
+	BodyKind     string
+	BodySections int
+	BodyBytes    int
+}
+
+func isBare(d uint64) bool { return d >= DescriptorProperties && d <= DescriptorAMQPValue }
+
+// ParseMessage locates the sections of message b. It reads descriptors and
+// sizes only, never the body's contents, and allocates nothing once
+// m.Sections has grown to the message's section count. Sections out of the
+// order §3.2 prescribes are reported as an error after all sections were
+// located.
+func ParseMessage(b []byte, m *Message) error {
+	m.Sections = m.Sections[:0]
+	m.BareStart, m.BareEnd, m.Footer, m.Properties = -1, len(b), -1, -1
+	m.BodyKind, m.BodySections, m.BodyBytes = "", 0, 0
+	var orderErr error
+	last := uint64(0)
+	for off := 0; off < len(b); {
+		v, err := Scan(b, off)
+		if err != nil {
+			if m.BareStart < 0 {
+				m.BareStart = m.BareEnd
+			}
+			return err
+		}
+		code, _, ok := v.Descriptor(b)
+		if !ok || code < DescriptorHeader || code > DescriptorFooter {
+			if m.BareStart < 0 {
+				m.BareStart = m.BareEnd
+			}
+			return errAt(off, "message section expected, got "+v.Code.String())
+		}
+		if orderErr == nil && (code < last || (code == last && code != DescriptorData && code != DescriptorAMQPSequence) ||
+			(code >= DescriptorData && code <= DescriptorAMQPValue && last >= DescriptorData && last <= DescriptorAMQPValue && code != last)) {
+			orderErr = errAt(off, "section "+described[code].name+" out of order after "+described[last].name)
+		}
+		last = code
+		m.Sections = append(m.Sections, Section{Descriptor: code, Value: v})
+		switch {
+		case isBare(code):
+			if m.BareStart < 0 {
+				m.BareStart = off
+			}
+		case code == DescriptorFooter:
+			if m.Footer < 0 {
+				m.Footer = len(m.Sections) - 1
+				m.BareEnd = off
+			}
+		}
+		switch code {
+		case DescriptorProperties:
+			m.Properties = len(m.Sections) - 1
+		case DescriptorData:
+			m.BodyKind = "data"
+			m.BodySections++
+			m.BodyBytes += v.End - v.Data
+		case DescriptorAMQPSequence, DescriptorAMQPValue:
+			m.BodyKind = described[code].name
+			m.BodySections++
+			m.BodyBytes += v.End - v.DescEnd
+		}
+		off = v.End
+	}
+	if m.BareStart < 0 {
+		m.BareStart = m.BareEnd
+	}
+	return orderErr
+}
+
+// Bare returns the bare message's bytes.
+func (m *Message) Bare(b []byte) []byte { return b[m.BareStart:m.BareEnd] }
+
+// Footer annotation keys of RabbitMQ's end-to-end checksums.
+const (
+	AnnotationCRC32   = "x-opt-crc-32"
+	AnnotationAdler32 = "x-opt-adler-32"
+)
+
+// VerifyChecksum checks the footer's x-opt-crc-32 or x-opt-adler-32
+// annotation against the bare message, as RabbitMQ's AMQP client computes
+// it: over the exact bytes from the first bare-message section up to the
+// start of the footer. It does not allocate.
+func (m *Message) VerifyChecksum(b []byte) decode.Checksum {
+	if m.Footer < 0 {
+		return decode.Checksum{Status: decode.ChecksumAbsent}
+	}
+	fv := m.Sections[m.Footer].Value
+	inner := fv
+	inner.Start, inner.DescStart, inner.DescEnd = fv.DescEnd, 0, 0
+	if inner.Code != CodeMap8 && inner.Code != CodeMap32 {
+		return decode.Checksum{Status: decode.ChecksumAbsent}
+	}
+	it := inner.Items(b)
+	for it.Next() {
+		k := it.Value
+		if !it.Next() {
+			break
+		}
+		if k.Code != CodeSym8 && k.Code != CodeSym32 {
+			continue
+		}
+		key := b[k.Data:k.End]
+		var alg string
+		switch string(key) {
+		case AnnotationCRC32:
+			alg = "crc-32"
+		case AnnotationAdler32:
+			alg = "adler-32"
+		default:
+			continue
+		}
+		// The convention's value is a uint; any unsigned encoding that
+		// fits 32 bits is compared.
+		exp, ok := it.Value.Uint(b)
+		if !ok || exp > 0xffffffff {
+			continue
+		}
+		bare := b[m.BareStart:m.BareEnd]
+		var got uint32
+		if alg == "crc-32" {
+			got = crc32.ChecksumIEEE(bare)
+		} else {
+			got = adler32.Checksum(bare)
+		}
+		st := decode.ChecksumOK
+		if got != uint32(exp) {
+			st = decode.ChecksumMismatch
+		}
+		return decode.Checksum{Algorithm: alg, Status: st, Expected: uint32(exp), Actual: got}
+	}
+	return decode.Checksum{Status: decode.ChecksumAbsent}
+}
+
+// MessageID returns properties.message-id rendered as text (strings as
+// they are, ulongs in decimal, uuids in their canonical form, binary in
+// hex), or "" when the message has none.
+func (m *Message) MessageID(b []byte) string {
+	if m.Properties < 0 {
+		return ""
+	}
+	var c Composite
+	if c.Set(b, m.Sections[m.Properties].Value) != nil {
+		return ""
+	}
+	return idText(b, &c, 0)
+}
+
+func idText(b []byte, c *Composite, i int) string {
+	f, ok := c.Field(i)
+	if !ok {
+		return ""
+	}
+	switch f.Code {
+	case CodeStr8, CodeStr32, CodeSym8, CodeSym32:
+		return string(b[f.Data:f.End])
+	case CodeVbin8, CodeVbin32:
+		return hex.EncodeToString(b[f.Data:f.End])
+	case CodeUUID:
+		return formatUUID(b[f.Data:f.End])
+	}
+	if u, ok := f.Uint(b); ok {
+		return strconv.FormatUint(u, 10)
+	}
+	return ""
+}

@@ -1,0 +1,272 @@
+package amqp10
+
+import (
+	"strconv"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Transfer is a view of a transfer performative (§2.7.5) read in place.
+type Transfer struct {
+	Handle           uint32
+	DeliveryID       uint32
+	HasDeliveryID    bool
+	DeliveryTag      []byte
+	MessageFormat    uint32
+	HasMessageFormat bool
+	Settled          bool
+	HasSettled       bool
+	More             bool
+	Resume           bool
+	Aborted          bool
+	Batchable        bool
+}
+
+// Field indexes of transfer (transport.xml).
+const (
+	transferHandle = iota
+	transferDeliveryID
+	transferDeliveryTag
+	transferMessageFormat
+	transferSettled
+	transferMore
+	transferRcvSettleMode
+	transferState
+	transferResume
+	transferAborted
+	transferBatchable
+)
+
+// Decode reads a transfer from the located composite c of buffer b. The
+// delivery tag is a sub-slice of b.
+func (t *Transfer) Decode(b []byte, c *Composite) error {
+	if c.Descriptor != DescriptorTransfer {
+		return errAt(c.List.Start, "not a transfer")
+	}
+	h, ok := c.Uint(b, transferHandle)
+	if !ok {
+		return errAt(c.List.Start, "transfer without a handle")
+	}
+	*t = Transfer{Handle: uint32(h)}
+	if v, ok := c.Uint(b, transferDeliveryID); ok {
+		t.DeliveryID, t.HasDeliveryID = uint32(v), true
+	}
+	t.DeliveryTag, _ = c.Bytes(b, transferDeliveryTag)
+	if v, ok := c.Uint(b, transferMessageFormat); ok {
+		t.MessageFormat, t.HasMessageFormat = uint32(v), true
+	}
+	t.Settled, t.HasSettled = c.Bool(b, transferSettled)
+	t.More, _ = c.Bool(b, transferMore)
+	t.Resume, _ = c.Bool(b, transferResume)
+	t.Aborted, _ = c.Bool(b, transferAborted)
+	t.Batchable, _ = c.Bool(b, transferBatchable)
+	return nil
+}
+
+// CompletedMessage is the message a transfer completes; the decoder puts it
+// in the unit's Ext and [MessageOf] reads it back.
+type CompletedMessage struct {
+	// Bytes is the whole message as received (header to footer). For a
+	// single-frame delivery it aliases the unit's Raw.
+	Bytes []byte
+	// Message locates its sections and its bare message in Bytes.
+	Message Message
+	// Frames is the number of transfers that carried it.
+	Frames int
+	// Link is the link's name from its attach, when seen.
+	Link       string
+	Channel    uint16
+	Handle     uint32
+	DeliveryID uint32
+	// RawOffset maps message offsets onto Unit.Raw: the byte at
+	// Bytes[i] is Raw[i+RawOffset] for i >= RawFrom (the part of the
+	// message this frame carried).
+	RawOffset, RawFrom int
+	// Annotations are extra fields shown in the message subtree, such as
+	// the verdict of an [Immutability] check.
+	Annotations []*decode.Field
+}
+
+// Bare returns the bare message's exact bytes.
+func (m *CompletedMessage) Bare() []byte { return m.Message.Bare(m.Bytes) }
+
+// MessageOf returns the message a transfer unit completes, or nil.
+func MessageOf(u *decode.Unit) *CompletedMessage {
+	m, _ := u.Ext.(*CompletedMessage)
+	return m
+}
+
+func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Composite, payload []byte, s []byte) []byte {
+	var t Transfer
+	if err := t.Decode(u.Raw, c); err != nil {
+		u.Err = err.Error()
+		return s
+	}
+	key := linkKey{u.Channel, t.Handle}
+	link, hasLink := st.links[key]
+	s = append(s, " handle="...)
+	s = strconv.AppendUint(s, uint64(t.Handle), 10)
+	if hasLink {
+		s = append(s, " link="...)
+		s = appendQuoted(s, []byte(link))
+	}
+	dl := st.deliveries[key]
+	if t.HasDeliveryID {
+		s = append(s, " delivery-id="...)
+		s = strconv.AppendUint(s, uint64(t.DeliveryID), 10)
+	} else if dl != nil && dl.hasID {
+		s = append(s, " delivery-id=("...)
+		s = strconv.AppendUint(s, uint64(dl.id), 10)
+		s = append(s, ')')
+	}
+	if t.HasSettled && t.Settled {
+		s = append(s, " settled"...)
+	}
+	if t.More {
+		s = append(s, " more"...)
+	}
+	if t.Resume {
+		s = append(s, " resume"...)
+	}
+	if dl != nil && t.HasDeliveryID && dl.hasID && dl.id != t.DeliveryID {
+		u.Warn("delivery-id " + strconv.FormatUint(uint64(t.DeliveryID), 10) + " differs from " +
+			strconv.FormatUint(uint64(dl.id), 10) + " of the delivery in progress on this link")
+	}
+	if t.Aborted {
+		s = append(s, " aborted"...)
+		if dl != nil {
+			s = append(s, " (delivery of "...)
+			s = strconv.AppendInt(s, int64(dl.frames+1), 10)
+			s = append(s, " frames dropped)"...)
+			delete(st.deliveries, key)
+		}
+		return s
+	}
+	payloadOff := len(u.Raw) - len(payload)
+	if dl == nil && !t.More {
+		// Single-frame delivery: the message is in Raw, nothing to copy.
+		if !t.HasDeliveryID {
+			u.Warn("first transfer of a delivery without delivery-id")
+		}
+		if len(payload) == 0 {
+			u.Warn("transfer without payload")
+			return s
+		}
+		cm := &CompletedMessage{Bytes: u.Raw[payloadOff:], Frames: 1, RawOffset: payloadOff}
+		return d.complete(st, u, cm, &t, link, s)
+	}
+	if dl == nil {
+		dl = &delivery{id: t.DeliveryID, hasID: t.HasDeliveryID, tag: append([]byte(nil), t.DeliveryTag...)}
+		if !t.HasDeliveryID {
+			u.Warn("first transfer of a delivery without delivery-id")
+		}
+		if st.deliveries == nil {
+			st.deliveries = make(map[linkKey]*delivery)
+		}
+		st.deliveries[key] = dl
+	}
+	dl.frames++
+	dl.size += len(payload)
+	if !dl.overflow && dl.size > d.opt.MaxMessage {
+		dl.overflow, dl.buf = true, nil
+		u.Warn("message exceeds the limit of " + strconv.Itoa(d.opt.MaxMessage) + " bytes: not reassembled")
+	}
+	if t.More {
+		if !dl.overflow {
+			dl.buf = append(dl.buf, payload...)
+		}
+		s = append(s, " (part "...)
+		s = strconv.AppendInt(s, int64(dl.frames), 10)
+		s = append(s, ", "...)
+		s = strconv.AppendInt(s, int64(dl.size), 10)
+		s = append(s, " B so far)"...)
+		return s
+	}
+	delete(st.deliveries, key)
+	if dl.overflow {
+		s = append(s, " (message of "...)
+		s = strconv.AppendInt(s, int64(dl.size), 10)
+		s = append(s, " B in "...)
+		s = strconv.AppendInt(s, int64(dl.frames), 10)
+		s = append(s, " frames, not reassembled)"...)
+		return s
+	}
+	from := len(dl.buf)
+	msg := append(dl.buf, payload...)
+	cm := &CompletedMessage{Bytes: msg, Frames: dl.frames, RawOffset: payloadOff - from, RawFrom: from}
+	if !t.HasDeliveryID {
+		t.DeliveryID = dl.id
+	}
+	return d.complete(st, u, cm, &t, link, s)
+}
+
+// complete locates the sections of a reassembled message, verifies its
+// checksum and attaches it to the unit.
+func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, t *Transfer, link string, s []byte) []byte {
+	cm.Link, cm.Channel, cm.Handle, cm.DeliveryID = link, u.Channel, t.Handle, t.DeliveryID
+	if t.HasMessageFormat && t.MessageFormat != 0 {
+		s = append(s, " message-format="...)
+		s = strconv.AppendUint(s, uint64(t.MessageFormat), 10)
+		u.Warn("message-format " + strconv.FormatUint(uint64(t.MessageFormat), 10) + " is not the standard format 0: sections decoded anyway")
+	}
+	err := ParseMessage(cm.Bytes, &st.msg)
+	cm.Message = st.msg
+	cm.Message.Sections = append([]Section(nil), st.msg.Sections...)
+	m := &cm.Message
+	u.Ext = cm
+	u.MessageID = m.MessageID(cm.Bytes)
+	if u.MessageID != "" {
+		s = append(s, " message-id="...)
+		s = appendQuoted(s, []byte(u.MessageID))
+	}
+	if m.BodyKind != "" {
+		s = append(s, " body="...)
+		s = append(s, m.BodyKind...)
+		if m.BodySections > 1 {
+			s = append(s, '*')
+			s = strconv.AppendInt(s, int64(m.BodySections), 10)
+		}
+		s = append(s, ' ')
+		s = strconv.AppendInt(s, int64(m.BodyBytes), 10)
+		s = append(s, " B"...)
+	}
+	if cm.Frames > 1 {
+		s = append(s, " ("...)
+		s = strconv.AppendInt(s, int64(cm.Frames), 10)
+		s = append(s, " frames, "...)
+		s = strconv.AppendInt(s, int64(len(cm.Bytes)), 10)
+		s = append(s, " B)"...)
+	}
+	if err != nil {
+		u.Warn("message: " + err.Error())
+	}
+	ck := m.VerifyChecksum(cm.Bytes)
+	u.Checksum = &ck
+	s = append(s, ' ')
+	if ck.Status == decode.ChecksumAbsent {
+		s = append(s, "checksum absent"...)
+	} else {
+		s = append(s, ck.Algorithm...)
+		s = append(s, ' ')
+		s = append(s, ck.Status.String()...)
+		if ck.Status == decode.ChecksumMismatch {
+			s = append(s, " (expected "...)
+			s = appendHex32(s, ck.Expected)
+			s = append(s, ", actual "...)
+			s = appendHex32(s, ck.Actual)
+			s = append(s, ')')
+			u.Warn(ck.Algorithm + " checksum mismatch: footer says " + string(appendHex32(nil, ck.Expected)) +
+				", bare message has " + string(appendHex32(nil, ck.Actual)))
+		}
+	}
+	return s
+}
+
+func appendHex32(s []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	s = append(s, '0', 'x')
+	for i := 28; i >= 0; i -= 4 {
+		s = append(s, digits[v>>uint(i)&15])
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package filter
+
+import "github.com/wiretap-dev/wiretap/decode"
+
+// Match reports whether u passes the filter. A nil filter matches every
+// unit. Virtual fields are read from the unit's header; the field tree is
+// built (u.Fields) at most once per call, and only when a test that needs
+// it is reached. Match is safe for concurrent use.
+func (f *Filter) Match(u *decode.Unit) bool {
+	if f == nil || f.root == nil {
+		return true
+	}
+	if u == nil {
+		return false
+	}
+	c := evalCtx{u: u}
+	return eval(f.root, &c)
+}
+
+// evalCtx carries one Match call's unit and its field tree, once built.
+type evalCtx struct {
+	u         *decode.Unit
+	fields    []*decode.Field
+	dissected bool
+}
+
+func (c *evalCtx) tree() []*decode.Field {
+	if !c.dissected {
+		c.dissected = true
+		c.fields = c.u.Fields()
+	}
+	return c.fields
+}
+
+func eval(n *node, c *evalCtx) bool {
+	switch n.op {
+	case nAnd:
+		for _, k := range n.kids {
+			if !eval(k, c) {
+				return false
+			}
+		}
+		return true
+	case nOr:
+		for _, k := range n.kids {
+			if eval(k, c) {
+				return true
+			}
+		}
+		return false
+	case nNot:
+		return !eval(n.kids[0], c)
+	case nExists:
+		if n.virt != vNone {
+			var v value
+			return virtualValue(c.u, n.virt, 0, &v)
+		}
+		return exists(c.tree(), n.field)
+	}
+	// nTest: any occurrence decides, or with all, any failing one does;
+	// all over no occurrence is false (the field must exist, as in
+	// Wireshark).
+	found := false
+	if n.virt != vNone {
+		var v value
+		for i := 0; virtualValue(c.u, n.virt, i, &v); i++ {
+			found = true
+			if test(n, &v) != n.all {
+				return !n.all
+			}
+		}
+		return found && n.all
+	}
+	if done, r := testTree(c.tree(), n, &found); done {
+		return r
+	}
+	return found && n.all
+}
+
+func exists(fs []*decode.Field, name string) bool {
+	for _, f := range fs {
+		if f.Name == name || exists(f.Kids, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// testTree runs n's test over every occurrence of n.field in fs, depth
+// first. done says an occurrence decided the result r.
+func testTree(fs []*decode.Field, n *node, found *bool) (done, r bool) {
+	for _, f := range fs {
+		if f.Name == n.field {
+			*found = true
+			var v value
+			v.setField(f)
+			if test(n, &v) != n.all {
+				return true, !n.all
+			}
+		}
+		if len(f.Kids) > 0 {
+			if done, r := testTree(f.Kids, n, found); done {
+				return true, r
+			}
+		}
+	}
+	return false, false
+}
+
+// test applies n's relation (and negation) to one occurrence.
+func test(n *node, v *value) bool {
+	var r bool
+	switch n.rel {
+	case rEq:
+		r = equal(v, n.lit)
+	case rLt, rLe, rGt, rGe:
+		c, ok := compare(v, n.lit)
+		r = ok && (n.rel == rLt && c < 0 || n.rel == rLe && c <= 0 ||
+			n.rel == rGt && c > 0 || n.rel == rGe && c >= 0)
+	case rContains:
+		r = contains(v, n.lit)
+	case rMatches:
+		switch v.kind {
+		case kNone:
+		case kString:
+			r = n.re.MatchString(v.s)
+		case kBytes:
+			r = n.re.Match(v.b)
+		default:
+			r = n.re.MatchString(v.text())
+		}
+	case rIn:
+		r = inSet(v, n.set)
+	}
+	return r != n.neg
+}
+
+func inSet(v *value, set []setElem) bool {
+	for i := range set {
+		e := &set[i]
+		if e.hi == nil {
+			if equal(v, e.lo) {
+				return true
+			}
+			continue
+		}
+		lo, ok1 := compare(v, e.lo)
+		hi, ok2 := compare(v, e.hi)
+		if ok1 && ok2 && lo >= 0 && hi <= 0 {
+			return true
+		}
+	}
+	return false
+}

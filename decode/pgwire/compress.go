@@ -1,0 +1,363 @@
+package pgwire
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Frame magic numbers: a payload starting with one begins a new frame, so
+// a context lost to corruption or a gap can start over there.
+var (
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	lz4Magic  = []byte{0x04, 0x22, 0x4d, 0x18}
+)
+
+// errLimit is returned by the output callback when a container inflates
+// past Options.MaxDecompressed.
+var errLimit = errors.New("pgsql: decompressed size limit reached")
+
+// compression is the per-connection state of the backend's
+// CompressedMessages stream: one streaming decompression context, the
+// decompressed stream of inner messages, and the connection's statistics.
+type compression struct {
+	dec        *Decoder
+	negotiated string // startup parameter that offered compression, if seen
+
+	alg    byte
+	inf    inflater
+	broken string // why the context is unusable, "" when healthy
+
+	asm assembler // decompressed bytes not yet forming a whole message
+	// nextStart is the lowest decompressed offset whose message start has
+	// not yet been attributed to a container's type string.
+	nextStart int64
+
+	// per-container state while inflating
+	cur      *decode.Unit
+	curT     time.Time
+	produced int
+	started  []byte
+	kids     []*decode.Unit
+	innerErr string
+	// declared queues the type bytes containers declared and no
+	// decompressed message has matched yet: a container sent because the
+	// output buffer filled declares messages whose bytes come later.
+	declared []byte
+	mismatch string
+
+	// statistics for the connection report
+	containers int
+	wire       int64
+	inflated   int64
+	messages   int
+	errors     int
+}
+
+// inflater is a streaming decompression context fed one container payload
+// at a time. write calls out with each piece of output as it is produced
+// (the slice is valid only during the call); out's error stops it.
+type inflater interface {
+	write(p []byte, out func([]byte) error) error
+	close()
+}
+
+func newInflater(alg byte, maxWindow int) (inflater, error) {
+	switch alg {
+	case CompressionZstd:
+		return newZstdInflater(maxWindow), nil
+	case CompressionLZ4:
+		return newLZ4Inflater(), nil
+	}
+	return nil, errors.New("pgsql: CompressedMessages algorithm " + strconv.Itoa(int(alg)) + " (" + AlgorithmName(alg) + ") is not supported")
+}
+
+// lose marks the context unusable (a gap cut a container).
+func (c *compression) lose(why string) {
+	if c.inf == nil {
+		return
+	}
+	c.inf.close()
+	c.inf = nil
+	c.broken = why
+	c.dropInner()
+}
+
+func (c *compression) dropInner() {
+	c.asm.reset()
+	c.nextStart = c.asm.pos
+	c.declared = c.declared[:0]
+}
+
+// container handles one CompressedMessages: the container unit is emitted
+// first, then every message that completes within it.
+func (c *compression) container(raw []byte, pos int64, t time.Time) {
+	d := c.dec
+	ds := &d.dir[decode.DirB]
+	u := d.unit(decode.DirB, raw, pos, t, nil)
+	u.Type = "CompressedMessages"
+	u.Dissect = dissectTyped
+	c.containers++
+	c.wire += int64(len(raw))
+
+	var m CompressedMessages
+	if err := m.Decode(raw[HeaderLen:]); err != nil {
+		u.Err = err.Error()
+		u.Summary = "CompressedMessages: " + u.Err
+		c.errors++
+		d.put(ds, u)
+		return
+	}
+	u.Summary = "CompressedMessages " + AlgorithmName(m.Algorithm) + " \"" + string(m.Types) + "\" " + strconv.Itoa(len(m.Data)) + " bytes"
+
+	newFrame := (m.Algorithm == CompressionZstd && bytes.HasPrefix(m.Data, zstdMagic)) ||
+		(m.Algorithm == CompressionLZ4 && bytes.HasPrefix(m.Data, lz4Magic))
+	if c.inf != nil && m.Algorithm != c.alg {
+		// The client may switch algorithms within a session; the old
+		// frame cannot continue.
+		if c.asm.buffered() > 0 {
+			u.Warn("pgsql: algorithm changed from " + AlgorithmName(c.alg) + " to " + AlgorithmName(m.Algorithm) + " with a message left incomplete")
+		}
+		c.inf.close()
+		c.inf = nil
+		c.dropInner()
+	}
+	if c.inf == nil {
+		if c.broken != "" && !newFrame {
+			u.Err = "pgsql: CompressedMessages not decompressed: the " + AlgorithmName(m.Algorithm) + " context was lost (" + c.broken + ") and this payload does not start a new frame"
+			c.errors++
+			d.put(ds, u)
+			return
+		}
+		inf, err := newInflater(m.Algorithm, d.opt.MaxDecompressed)
+		if err != nil {
+			u.Err = err.Error()
+			c.errors++
+			d.put(ds, u)
+			return
+		}
+		if c.broken != "" {
+			u.Warn("pgsql: decompression restarts at a new frame after: " + c.broken)
+		}
+		c.inf, c.alg, c.broken = inf, m.Algorithm, ""
+		c.dropInner()
+	}
+
+	c.cur, c.curT, c.produced, c.started, c.kids, c.innerErr = u, t, 0, c.started[:0], c.kids[:0], ""
+	if len(c.declared)+len(m.Types) > 1<<16 {
+		c.declared = c.declared[:0]
+	}
+	c.declared = append(c.declared, m.Types...)
+	err := c.inf.write(m.Data, c.output)
+	switch {
+	case err == errLimit:
+		u.Err = "pgsql: CompressedMessages inflates past " + strconv.Itoa(d.opt.MaxDecompressed) + " bytes (--max-decompressed): decompression stopped at offset " + strconv.FormatInt(pos, 10) + " (possible decompression bomb)"
+	case err != nil && c.innerErr != "":
+		u.Err = c.innerErr
+	case err != nil:
+		u.Err = "pgsql: corrupt " + AlgorithmName(m.Algorithm) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error()
+	}
+	c.inflated += int64(c.produced)
+	if err != nil {
+		c.errors++
+		c.lose(u.Err)
+	}
+	if c.mismatch != "" {
+		u.Warn(c.mismatch)
+		c.mismatch = ""
+	}
+	u.Summary += ", " + strconv.Itoa(c.produced) + " bytes inflated, " + strconv.Itoa(len(c.kids)) + " messages"
+	d.put(ds, u)
+	for _, k := range c.kids {
+		d.dir[decode.DirB].units++
+		d.emit(k)
+	}
+	c.cur = nil
+	for i := range c.kids {
+		c.kids[i] = nil
+	}
+}
+
+// noteStart records the type byte of a message starting at decompressed
+// offset pos, once.
+func (c *compression) noteStart(pos int64, typ byte) {
+	if pos < c.nextStart {
+		return
+	}
+	c.started = append(c.started, typ)
+	c.nextStart = pos + 1
+	if len(c.declared) > 0 && c.declared[0] == typ {
+		c.declared = c.declared[1:]
+		return
+	}
+	if c.mismatch == "" {
+		c.mismatch = "pgsql: a " + MessageName(typ, false) + " starts in this CompressedMessages but the declared message types " +
+			"(\"" + string(c.declared) + "\" pending) do not list it next"
+	}
+	c.declared = c.declared[:0]
+}
+
+// checkDeclared is called when an uncompressed backend message arrives:
+// the compressor was flushed, so every declared type must have appeared.
+func (c *compression) checkDeclared(u *decode.Unit) {
+	if len(c.declared) == 0 || c.inf == nil {
+		return
+	}
+	u.Warn("pgsql: earlier CompressedMessages declared message types \"" + string(c.declared) + "\" that their payloads did not hold")
+	c.declared = c.declared[:0]
+}
+
+// assembler cuts the decompressed stream into messages. A message that
+// spans pieces of output is gathered in a buffer of exactly its size,
+// which then becomes its unit's Raw without another copy.
+type assembler struct {
+	pos   int64 // decompressed offset of the next byte
+	start int64 // offset of the message being gathered
+	hdr   [HeaderLen]byte
+	nh    int    // header bytes gathered (no body buffer yet)
+	part  []byte // message being gathered, cap = its size
+}
+
+func (a *assembler) buffered() int { return a.nh + len(a.part) }
+
+func (a *assembler) reset() { a.nh, a.part = 0, nil }
+
+// header validates a message header found in the decompressed stream.
+func (c *compression) header(b []byte, pos int64) (int, error) {
+	d := c.dec
+	typ, l, _ := ReadHeader(b)
+	if !ValidType(typ, false) || typ == TypeCompressedMessages || l < 4 || l > int64(d.opt.MaxFrame) {
+		c.innerErr = "pgsql: decompressed stream holds no valid message at decompressed offset " + strconv.FormatInt(pos, 10) +
+			" (type 0x" + strconv.FormatUint(uint64(typ), 16) + ", length " + strconv.FormatInt(l, 10) + ")"
+		return 0, errCorruptInner
+	}
+	return int(l) + 1, nil
+}
+
+func (c *compression) kid(raw []byte, pos int64, own bool) {
+	k := c.dec.message(decode.DirB, raw, pos, c.curT, c.cur, own)
+	if NeverCompressed(raw[0]) {
+		k.Warn("pgsql: " + k.Type + " arrived compressed; the compression proposal always sends it uncompressed")
+	}
+	c.kids = append(c.kids, k)
+	c.messages++
+}
+
+// output receives decompressed bytes of the current container and cuts
+// them into messages.
+func (c *compression) output(p []byte) error {
+	d := c.dec
+	a := &c.asm
+	if c.produced+len(p) > d.opt.MaxDecompressed {
+		c.produced = d.opt.MaxDecompressed
+		return errLimit
+	}
+	c.produced += len(p)
+	for len(p) > 0 {
+		if a.part == nil && a.nh == 0 {
+			start := a.pos
+			c.noteStart(start, p[0])
+			a.start = start
+			if len(p) < HeaderLen {
+				a.nh = copy(a.hdr[:], p)
+				a.pos += int64(len(p))
+				return nil
+			}
+			total, err := c.header(p, start)
+			if err != nil {
+				return err
+			}
+			if total <= len(p) {
+				c.kid(p[:total], start, false)
+				p = p[total:]
+				a.pos += int64(total)
+				continue
+			}
+			if total > d.opt.MaxBuffered {
+				return c.tooLarge(p[0], total)
+			}
+			a.part = make([]byte, len(p), total)
+			copy(a.part, p)
+			a.pos += int64(len(p))
+			return nil
+		}
+		if a.part == nil {
+			n := copy(a.hdr[a.nh:], p)
+			a.nh += n
+			p = p[n:]
+			a.pos += int64(n)
+			if a.nh < HeaderLen {
+				return nil
+			}
+			total, err := c.header(a.hdr[:], a.start)
+			if err != nil {
+				return err
+			}
+			if total > d.opt.MaxBuffered {
+				return c.tooLarge(a.hdr[0], total)
+			}
+			a.part = append(make([]byte, 0, total), a.hdr[:]...)
+			a.nh = 0
+		}
+		n := min(cap(a.part)-len(a.part), len(p))
+		a.part = append(a.part, p[:n]...)
+		p = p[n:]
+		a.pos += int64(n)
+		if len(a.part) == cap(a.part) {
+			c.kid(a.part, a.start, true)
+			a.part = nil
+		}
+	}
+	return nil
+}
+
+func (c *compression) tooLarge(typ byte, total int) error {
+	c.innerErr = "pgsql: compressed " + MessageName(typ, false) + " of " + strconv.Itoa(total) + " bytes exceeds the buffering limit of " + strconv.Itoa(c.dec.opt.MaxBuffered) + " bytes (--max-buffered)"
+	return errCorruptInner
+}
+
+var errCorruptInner = errors.New("pgsql: corrupt decompressed stream")
+
+// end closes the context and adds the connection's compression report.
+func (c *compression) end(t time.Time) {
+	d := c.dec
+	if c.inf != nil {
+		c.inf.close()
+		c.inf = nil
+	}
+	if c.containers == 0 || d.conn == nil {
+		return
+	}
+	var b []byte
+	b = append(b, "pgsql compression: "...)
+	b = append(b, AlgorithmName(c.alg)...)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, int64(c.containers), 10)
+	b = append(b, " CompressedMessages carrying "...)
+	b = strconv.AppendInt(b, int64(c.messages), 10)
+	b = append(b, " messages: "...)
+	b = strconv.AppendInt(b, c.wire, 10)
+	b = append(b, " bytes on the wire, "...)
+	b = strconv.AppendInt(b, c.inflated, 10)
+	b = append(b, " decompressed"...)
+	if c.wire > 0 {
+		b = append(b, ", ratio "...)
+		b = strconv.AppendFloat(b, float64(c.inflated)/float64(c.wire), 'f', 2, 64)
+	}
+	if c.errors > 0 {
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(c.errors), 10)
+		b = append(b, " containers not decoded"...)
+	}
+	if c.negotiated != "" {
+		b = append(b, "; offered by "...)
+		b = append(b, c.negotiated...)
+	}
+	d.conn.Notes = append(d.conn.Notes, string(b))
+	if n := c.asm.buffered(); n > 0 {
+		d.conn.Notes = append(d.conn.Notes, "pgsql compression: "+strconv.Itoa(n)+" decompressed bytes of an incomplete message left at end of stream")
+	}
+}

@@ -1,0 +1,24 @@
+// Package pgwire decodes the PostgreSQL frontend/backend protocol, versions
+// 3.0 and 3.2, as described in the PostgreSQL documentation chapter
+// "Frontend/Backend Protocol" (protocol-message-formats.html), plus the
+// CompressedMessages ('z') extension proposed on pgsql-hackers in
+// "Protocol Compression (fourth attempt)".
+//
+// The package has three layers:
+//
+//   - a codec: [ReadHeader] frames typed messages, [MessageName] names them
+//     the way libpq's trace does, and typed messages ([StartupMessage],
+//     [DataRow], [RowDescription], [ErrorResponse], [CompressedMessages],
+//     the replication messages, ...) decode in place from a body without
+//     allocating and encode by appending;
+//   - a per-connection [decode.Decoder] built by [New] (a [decode.Factory])
+//     that follows the startup phase (SSL/GSS negotiation, authentication
+//     exchanges, TLS switch), COPY and streaming replication, inflates
+//     CompressedMessages with a streaming context per connection, redacts
+//     secrets, and resynchronises after gaps;
+//   - field trees with Wireshark's pgsql.* names, built lazily by
+//     [decode.Unit.Fields].
+//
+// Sub-packages: pqtrace prints units exactly as libpq's PQtrace does;
+// compsim estimates and produces compressed backend streams.
+package pgwire

@@ -1,0 +1,312 @@
+package pgwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"iter"
+	"strconv"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+var errStopped = errors.New("pgsql: decompression context closed")
+
+// zstdInflater runs klauspost's streaming zstd decoder as a coroutine
+// (iter.Pull): the decoder reads from feedReader, which hands it the
+// current container's payload and, once that is used up, yields control
+// back to write. A frame flushed with ZSTD_e_flush is complete up to its
+// last block, so everything it can produce has been produced by the time
+// it asks for more input. Nothing is buffered beyond one container's
+// payload and one decoded block.
+type zstdInflater struct {
+	next func() (zevent, bool)
+	stop func()
+	in   []byte
+	err  error
+}
+
+type zevent struct {
+	out     []byte
+	err     error
+	starved bool
+}
+
+type feedReader struct {
+	z     *zstdInflater
+	yield func(zevent) bool
+}
+
+func (r *feedReader) Read(p []byte) (int, error) {
+	for len(r.z.in) == 0 {
+		if !r.yield(zevent{starved: true}) {
+			return 0, errStopped
+		}
+	}
+	n := copy(p, r.z.in)
+	r.z.in = r.z.in[n:]
+	return n, nil
+}
+
+// maxZstdWindow bounds the window a frame may ask for: a frame header
+// claiming more is rejected rather than allocated.
+const maxZstdWindow = 64 << 20
+
+func newZstdInflater(limit int) *zstdInflater {
+	z := &zstdInflater{}
+	window := uint64(maxZstdWindow)
+	seq := func(yield func(zevent) bool) {
+		r := &feedReader{z: z, yield: yield}
+		dec, err := zstd.NewReader(r,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(window),
+			zstd.WithDecoderMaxMemory(window))
+		if err != nil {
+			yield(zevent{err: err})
+			return
+		}
+		defer dec.Close()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := dec.Read(buf)
+			if n > 0 && !yield(zevent{out: buf[:n]}) {
+				return
+			}
+			if err != nil {
+				yield(zevent{err: err})
+				return
+			}
+		}
+	}
+	z.next, z.stop = iter.Pull(seq)
+	return z
+}
+
+func (z *zstdInflater) write(p []byte, out func([]byte) error) error {
+	if z.err != nil {
+		return z.err
+	}
+	z.in = p
+	for {
+		ev, ok := z.next()
+		switch {
+		case !ok:
+			z.err = errStopped
+		case ev.starved:
+			return nil
+		case ev.err != nil:
+			z.err = ev.err
+		default:
+			if err := out(ev.out); err != nil {
+				z.err = err
+			}
+		}
+		if z.err != nil {
+			z.in = nil
+			z.stop()
+			return z.err
+		}
+	}
+}
+
+func (z *zstdInflater) close() {
+	z.in = nil
+	z.stop()
+}
+
+// lz4Inflater decodes the LZ4 frame format (lz4_Frame_format.md)
+// incrementally: it keeps the partial header or block it has seen and
+// decodes each block as soon as it is whole, with the previous 64 KiB of
+// output as dictionary when blocks are linked. Checksums are skipped, not
+// verified.
+type lz4Inflater struct {
+	state    lz4State
+	need     int    // bytes wanted for the current state
+	part     []byte // partial header/block
+	flg, bd  byte
+	blockMax int
+	blockCk  bool
+	content  bool // content checksum present
+	linked   bool
+	blockLen int
+	raw      bool // current block stored uncompressed
+	skip     int  // skippable frame bytes left
+	out      []byte
+	hist     []byte
+	err      error
+}
+
+type lz4State uint8
+
+const (
+	lz4FrameMagic lz4State = iota
+	lz4Descriptor
+	lz4HeaderRest
+	lz4BlockSize
+	lz4Block
+	lz4ContentChecksum
+	lz4SkipSize
+	lz4Skippable
+)
+
+func newLZ4Inflater() *lz4Inflater { return &lz4Inflater{state: lz4FrameMagic, need: 4} }
+
+func (z *lz4Inflater) close() { z.part, z.out, z.hist = nil, nil, nil }
+
+func (z *lz4Inflater) fail(msg string) error {
+	z.err = errors.New("lz4: " + msg)
+	return z.err
+}
+
+func (z *lz4Inflater) write(p []byte, out func([]byte) error) error {
+	if z.err != nil {
+		return z.err
+	}
+	for len(p) > 0 {
+		if z.state == lz4Skippable {
+			n := min(z.skip, len(p))
+			z.skip -= n
+			p = p[n:]
+			if z.skip == 0 {
+				z.state, z.need = lz4FrameMagic, 4
+			}
+			continue
+		}
+		// Gather z.need bytes, without copying when p holds them all.
+		var b []byte
+		if len(z.part) == 0 && len(p) >= z.need {
+			b, p = p[:z.need], p[z.need:]
+		} else {
+			n := min(z.need-len(z.part), len(p))
+			z.part = append(z.part, p[:n]...)
+			p = p[n:]
+			if len(z.part) < z.need {
+				return nil
+			}
+			b = z.part
+		}
+		err := z.step(b, out)
+		z.part = z.part[:0]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step consumes exactly z.need bytes in b and sets the next state.
+func (z *lz4Inflater) step(b []byte, out func([]byte) error) error {
+	switch z.state {
+	case lz4FrameMagic:
+		m := binary.LittleEndian.Uint32(b)
+		switch {
+		case m == 0x184D2204:
+			z.state, z.need = lz4Descriptor, 2
+		case m&0xFFFFFFF0 == 0x184D2A50:
+			z.state, z.need = lz4SkipSize, 4
+		default:
+			return z.fail("bad frame magic 0x" + strconv.FormatUint(uint64(m), 16))
+		}
+	case lz4Descriptor:
+		z.flg, z.bd = b[0], b[1]
+		if z.flg>>6 != 1 {
+			return z.fail("unsupported frame version " + strconv.Itoa(int(z.flg>>6)))
+		}
+		switch (z.bd >> 4) & 7 {
+		case 4:
+			z.blockMax = 64 << 10
+		case 5:
+			z.blockMax = 256 << 10
+		case 6:
+			z.blockMax = 1 << 20
+		case 7:
+			z.blockMax = 4 << 20
+		default:
+			return z.fail("bad block maximum size code " + strconv.Itoa(int((z.bd>>4)&7)))
+		}
+		z.linked = z.flg&0x20 == 0
+		z.blockCk = z.flg&0x10 != 0
+		z.content = z.flg&0x04 != 0
+		z.hist = z.hist[:0]
+		z.need = 1 // header checksum
+		if z.flg&0x08 != 0 {
+			z.need += 8 // content size
+		}
+		if z.flg&0x01 != 0 {
+			z.need += 4 // dictionary ID
+		}
+		z.state = lz4HeaderRest
+	case lz4HeaderRest:
+		z.state, z.need = lz4BlockSize, 4
+	case lz4BlockSize:
+		v := binary.LittleEndian.Uint32(b)
+		if v == 0 {
+			if z.content {
+				z.state, z.need = lz4ContentChecksum, 4
+			} else {
+				z.state, z.need = lz4FrameMagic, 4
+			}
+			return nil
+		}
+		z.raw = v&0x80000000 != 0
+		z.blockLen = int(v & 0x7fffffff)
+		if z.blockLen > z.blockMax {
+			return z.fail("block of " + strconv.Itoa(z.blockLen) + " bytes exceeds the frame's maximum " + strconv.Itoa(z.blockMax))
+		}
+		z.state, z.need = lz4Block, z.blockLen
+		if z.blockCk {
+			z.need += 4
+		}
+	case lz4Block:
+		src := b[:z.blockLen]
+		var dec []byte
+		if z.raw {
+			dec = src
+		} else {
+			if cap(z.out) < z.blockMax {
+				z.out = make([]byte, z.blockMax)
+			}
+			var dict []byte
+			if z.linked {
+				dict = z.hist
+			}
+			n, err := lz4.UncompressBlockWithDict(src, z.out[:z.blockMax], dict)
+			if err != nil {
+				return z.fail("corrupt block: " + err.Error())
+			}
+			dec = z.out[:n]
+		}
+		if z.linked {
+			z.hist = appendHistory(z.hist, dec)
+		}
+		z.state, z.need = lz4BlockSize, 4
+		if err := out(dec); err != nil {
+			z.err = err
+			return err
+		}
+	case lz4ContentChecksum:
+		z.state, z.need = lz4FrameMagic, 4
+	case lz4SkipSize:
+		z.skip = int(binary.LittleEndian.Uint32(b))
+		z.state = lz4Skippable
+		if z.skip == 0 {
+			z.state, z.need = lz4FrameMagic, 4
+		}
+	}
+	return nil
+}
+
+// appendHistory keeps the last 64 KiB of output, the window of a linked
+// LZ4 block.
+func appendHistory(h, b []byte) []byte {
+	const window = 64 << 10
+	if len(b) >= window {
+		return append(h[:0], b[len(b)-window:]...)
+	}
+	if len(h)+len(b) > 2*window {
+		keep := window - len(b)
+		h = append(h[:0], h[len(h)-keep:]...)
+	}
+	return append(h, b...)
+}

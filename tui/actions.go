@@ -1,0 +1,169 @@
+package tui
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
+	"github.com/wiretap-dev/wiretap/tui/components/filterbar"
+	"github.com/wiretap-dev/wiretap/tui/components/stats"
+)
+
+// jumpTo selects unit ix, remembering where the cursor was so that Back
+// returns there.
+func (m *Model) jumpTo(ix int32, remember bool) bool {
+	from := m.units.Selected()
+	if !m.units.Select(ix) {
+		m.setStatus("#"+strconv.Itoa(m.st.Unit(ix).N)+" is hidden by the filter or connection choice (esc clears them)", true)
+		return false
+	}
+	if remember && from >= 0 && from != ix {
+		m.jumps = append(m.jumps, from)
+		if len(m.jumps) > 256 {
+			m.jumps = m.jumps[1:]
+		}
+	}
+	return true
+}
+
+func (m *Model) back() {
+	if len(m.jumps) == 0 {
+		m.setStatus("no earlier position", true)
+		return
+	}
+	ix := m.jumps[len(m.jumps)-1]
+	m.jumps = m.jumps[:len(m.jumps)-1]
+	m.jumpTo(ix, false)
+}
+
+// jumpPair goes from a request to its answer (answer true) or from an
+// answer to its request.
+func (m *Model) jumpPair(answer bool) {
+	ix := m.units.Selected()
+	if ix < 0 {
+		return
+	}
+	u := m.st.Unit(ix)
+	var to int32
+	if answer {
+		to = m.st.Answer(ix)
+	} else {
+		to = m.st.Request(ix)
+	}
+	if to < 0 {
+		what := "no answer to " + u.Type + " #" + strconv.Itoa(u.N) + " found"
+		if !answer {
+			what = u.Type + " #" + strconv.Itoa(u.N) + " answers no request found"
+		}
+		m.setStatus(what, true)
+		return
+	}
+	if m.jumpTo(to, true) {
+		t := m.st.Unit(to)
+		d := t.Time.Sub(u.Time)
+		if d < 0 {
+			d = -d
+		}
+		m.setStatus(u.Type+" #"+strconv.Itoa(u.N)+" ↔ "+t.Type+" #"+strconv.Itoa(t.N)+" in "+d.String()+"  (ctrl+o: back)", false)
+	}
+}
+
+func (m *Model) gotoN(n int) {
+	ix := m.st.IndexOfN(n)
+	if ix < 0 {
+		m.setStatus("no unit #"+strconv.Itoa(n), true)
+		return
+	}
+	m.units.Follow = false
+	m.jumpTo(ix, true)
+}
+
+func (m *Model) openStats() {
+	m.screen = screenStats
+	m.stats.SetSize(m.w, m.bodyHeight())
+	m.stats.SetStats(m.st.Stats(stats.ChartWidth(m.w)), m.st.Conns())
+}
+
+func (m *Model) barApplied(msg filterbar.AppliedMsg) tea.Cmd {
+	m.layout()
+	if msg.Mode == filterbar.ModeSearch {
+		m.search.text = msg.Expr
+		if msg.Expr == "" {
+			return nil
+		}
+		return m.find(+1)
+	}
+	if msg.Expr != m.flt.expr {
+		return m.setFilter(msg.Expr, msg.Match)
+	}
+	return nil
+}
+
+// exec runs a ":" command.
+func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
+	switch c.Name {
+	case "quit":
+		return tea.Quit
+	case "goto":
+		n, err := strconv.Atoi(strings.TrimPrefix(c.Arg, "#"))
+		if err != nil {
+			m.setStatus("goto: want a unit number", true)
+			return nil
+		}
+		m.gotoN(n)
+	case "filter":
+		if strings.TrimSpace(c.Arg) == "" {
+			return m.setFilter("", nil)
+		}
+		match, err := m.lang.Compile(c.Arg)
+		if err != nil {
+			m.setStatus(err.Error(), true)
+			return nil
+		}
+		return m.setFilter(c.Arg, match)
+	case "search":
+		m.search.text = c.Arg
+		return m.find(+1)
+	case "conn":
+		n, err := strconv.Atoi(c.Arg)
+		if err != nil || n < 0 || n > len(m.st.Conns()) {
+			m.setStatus("conn: want 0 (all) to "+strconv.Itoa(len(m.st.Conns())), true)
+			return nil
+		}
+		m.conns.Choose(n - 1)
+	case "follow":
+		m.setFollow(true)
+	case "stats":
+		m.openStats()
+	case "help":
+		m.screen = screenHelp
+	case "save":
+		if m.opt.ExportPcapng == nil {
+			m.setStatus("pcapng export is not available for this source", true)
+			return nil
+		}
+		if c.Arg == "" {
+			m.setStatus("save: want a file name (:save FILE.pcapng)", true)
+			return nil
+		}
+		write := m.opt.ExportPcapng
+		m.setStatus("saving "+c.Arg+"…", false)
+		return exportCmd(c.Arg, m.exportUnits(true), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+	case "export":
+		if c.Arg == "" {
+			m.setStatus("export: want a file name (:export FILE.json)", true)
+			return nil
+		}
+		write := m.opt.ExportJSON
+		if write == nil {
+			write = writeJSON
+		}
+		m.setStatus("exporting "+c.Arg+"…", false)
+		return exportCmd(c.Arg, m.exportUnits(false), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+	}
+	return nil
+}

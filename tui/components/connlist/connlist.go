@@ -1,0 +1,234 @@
+// Package connlist is the pane listing connections: client, server,
+// protocol, units and bytes per direction, a checksum summary and a
+// problem badge. Its first row stands for all connections; moving the
+// cursor narrows the unit list to the chosen connection.
+package connlist
+
+import (
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/keys"
+	"github.com/wiretap-dev/wiretap/tui/store"
+	"github.com/wiretap-dev/wiretap/tui/styles"
+)
+
+// ChosenMsg reports the connection chosen: an index into store.Conns, or
+// -1 for all.
+type ChosenMsg struct{ Conn int }
+
+// Model is the pane.
+type Model struct {
+	st  *store.Store
+	sty *styles.Styles
+	km  *keys.KeyMap
+
+	cursor, offset int
+	w, h           int
+	Focused        bool
+}
+
+// New returns the pane over st.
+func New(st *store.Store, km *keys.KeyMap, sty *styles.Styles) Model {
+	return Model{st: st, km: km, sty: sty}
+}
+
+// SetSize sets the pane's inner size (first line: header).
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h; m.clamp() }
+
+// Chosen returns the connection index under the cursor, -1 for all.
+func (m *Model) Chosen() int { return m.cursor - 1 }
+
+// Choose moves the cursor to connection c (-1: all).
+func (m *Model) Choose(c int) { m.cursor = c + 1; m.clamp() }
+
+func (m *Model) clamp() {
+	n := len(m.st.Conns()) + 1
+	m.cursor = max(0, min(m.cursor, n-1))
+	rows := max(1, m.h-1)
+	if m.cursor < m.offset {
+		m.offset = m.cursor
+	}
+	if m.cursor >= m.offset+rows {
+		m.offset = m.cursor - rows + 1
+	}
+}
+
+// Update handles keys and the mouse.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	before := m.cursor
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		switch km := m.km; {
+		case key.Matches(msg, km.Down):
+			m.cursor++
+		case key.Matches(msg, km.Up):
+			m.cursor--
+		case key.Matches(msg, km.Top):
+			m.cursor = 0
+		case key.Matches(msg, km.Bottom):
+			m.cursor = len(m.st.Conns())
+		case key.Matches(msg, km.PageDown, km.HalfDown):
+			m.cursor += max(1, m.h/2)
+		case key.Matches(msg, km.PageUp, km.HalfUp):
+			m.cursor -= max(1, m.h/2)
+		}
+	case tea.MouseWheelMsg:
+		if msg.Button == tea.MouseWheelDown {
+			m.cursor++
+		} else if msg.Button == tea.MouseWheelUp {
+			m.cursor--
+		}
+	case tea.MouseClickMsg:
+		if msg.Y >= 1 {
+			m.cursor = m.offset + msg.Y - 1
+		}
+	}
+	m.clamp()
+	if m.cursor != before {
+		c := m.Chosen()
+		return m, func() tea.Msg { return ChosenMsg{c} }
+	}
+	return m, nil
+}
+
+// View renders the header and visible rows.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	hdr := pad("#", 4) + pad("client", 23) + pad("server", 23) + pad("proto", 10) + pad("units F/B", 16) + pad("bytes", 10) + pad("checksums", 16) + "problems"
+	b.WriteString(m.sty.Header.Render(fit(hdr, m.w)))
+	conns := m.st.Conns()
+	rows := max(1, m.h-1)
+	for r := m.offset; r < min(m.offset+rows, len(conns)+1); r++ {
+		b.WriteByte('\n')
+		b.WriteString(m.row(r, conns))
+	}
+	for r := min(m.offset+rows, len(conns)+1) - m.offset; r < rows; r++ {
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func (m *Model) row(r int, conns []*decode.Conn) string {
+	sy := m.sty
+	sel := r == m.cursor
+	var line string
+	if r == 0 {
+		var u [2]int
+		var by [2]int64
+		var ck [3]int
+		warn, errs := 0, 0
+		for _, c := range conns {
+			u[0] += c.Units[0]
+			u[1] += c.Units[1]
+			by[0] += c.Bytes[0]
+			by[1] += c.Bytes[1]
+			for i := range ck {
+				ck[i] += c.Checksums[i]
+			}
+			warn += c.Warnings
+			errs += c.Errors
+		}
+		line = pad("*", 4) + pad("all connections ("+strconv.Itoa(len(conns))+")", 46) + pad("", 10) +
+			pad(strconv.Itoa(u[0])+"/"+strconv.Itoa(u[1]), 16) + pad(Bytes(by[0]+by[1]), 10) +
+			m.checksums(ck, sel) + m.problems(warn, errs, sel)
+	} else {
+		c := conns[r-1]
+		line = pad(strconv.Itoa(c.ID), 4) + pad(c.Client.String(), 23) + pad(c.Server.String(), 23) + pad(c.Proto.String(), 10) +
+			pad(strconv.Itoa(c.Units[0])+"/"+strconv.Itoa(c.Units[1]), 16) + pad(Bytes(c.Bytes[0]+c.Bytes[1]), 10) +
+			m.checksums(c.Checksums, sel) + m.problems(c.Warnings, c.Errors, sel)
+	}
+	if sel {
+		st := sy.Selected
+		if !m.Focused {
+			st = sy.SelectedBlur
+		}
+		return st.Render(fit(line, m.w))
+	}
+	return ansi.Truncate(line, m.w, "…")
+}
+
+func (m *Model) checksums(ck [3]int, plain bool) string {
+	if ck[0]+ck[1]+ck[2] == 0 {
+		return pad("", 16)
+	}
+	sy := m.sty
+	parts := []struct {
+		sym string
+		n   int
+		st  interface{ Render(...string) string }
+	}{{sy.Sym.ChecksumOK, ck[decode.ChecksumOK], sy.ChecksumOK}, {sy.Sym.ChecksumMismatch, ck[decode.ChecksumMismatch], sy.ChecksumMismatch}, {sy.Sym.ChecksumAbsent, ck[decode.ChecksumAbsent], sy.ChecksumAbsent}}
+	var b strings.Builder
+	w := 0
+	for _, p := range parts {
+		s := p.sym + strconv.Itoa(p.n) + " "
+		w += ansi.StringWidth(s)
+		if plain || p.n == 0 {
+			b.WriteString(s)
+		} else {
+			b.WriteString(p.st.Render(s))
+		}
+	}
+	if w < 16 {
+		b.WriteString(strings.Repeat(" ", 16-w))
+	}
+	return b.String()
+}
+
+func (m *Model) problems(warn, errs int, plain bool) string {
+	sy := m.sty
+	var s []string
+	if errs > 0 {
+		t := sy.Sym.Error + strconv.Itoa(errs)
+		if !plain {
+			t = sy.Error.Render(t)
+		}
+		s = append(s, t)
+	}
+	if warn > 0 {
+		t := sy.Sym.Warning + strconv.Itoa(warn)
+		if !plain {
+			t = sy.Warning.Render(t)
+		}
+		s = append(s, t)
+	}
+	return strings.Join(s, " ")
+}
+
+// Bytes formats a byte count with a binary unit.
+func Bytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	f, i := float64(n)/1024, 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + string(units[i]) + "iB"
+}
+
+func pad(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw >= w {
+		return ansi.Truncate(s, w-1, "…") + " "
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+func fit(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-sw)
+}

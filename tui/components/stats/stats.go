@@ -1,0 +1,223 @@
+// Package stats is the statistics view: units and bytes per type, the
+// rate of units over time as a chart of unicode blocks, and request/answer
+// latency, overall and per connection, as a histogram with the buckets
+// RabbitMQ users compare delivery latency with, plus percentiles.
+package stats
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/tui/keys"
+	"github.com/wiretap-dev/wiretap/tui/store"
+	"github.com/wiretap-dev/wiretap/tui/styles"
+)
+
+// BucketNames label store.LatencyBounds and the overflow bucket.
+var BucketNames = [...]string{"<=1ms", "<=5ms", "<=50ms", "<=500ms", "<=1000ms", ">1s"}
+
+// Model is the view.
+type Model struct {
+	sty *styles.Styles
+	km  *keys.KeyMap
+
+	stats  store.Stats
+	conns  []*decode.Conn
+	lines  []string
+	offset int
+	w, h   int
+}
+
+// New returns an empty view.
+func New(km *keys.KeyMap, sty *styles.Styles) Model { return Model{km: km, sty: sty} }
+
+// ChartWidth is how many rate intervals the view wants for width w.
+func ChartWidth(w int) int { return max(10, w-12) }
+
+// SetSize sets the view's size.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.render()
+}
+
+// SetStats shows st; conns are the store's connections, in the same order
+// as st.PerConn.
+func (m *Model) SetStats(st store.Stats, conns []*decode.Conn) {
+	m.stats, m.conns = st, conns
+	m.render()
+}
+
+// Update scrolls.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		switch km := m.km; {
+		case key.Matches(msg, km.Down):
+			m.offset++
+		case key.Matches(msg, km.Up):
+			m.offset--
+		case key.Matches(msg, km.PageDown, km.HalfDown):
+			m.offset += max(1, m.h/2)
+		case key.Matches(msg, km.PageUp, km.HalfUp):
+			m.offset -= max(1, m.h/2)
+		case key.Matches(msg, km.Top):
+			m.offset = 0
+		case key.Matches(msg, km.Bottom):
+			m.offset = len(m.lines)
+		}
+	case tea.MouseWheelMsg:
+		if msg.Button == tea.MouseWheelDown {
+			m.offset += 3
+		} else if msg.Button == tea.MouseWheelUp {
+			m.offset -= 3
+		}
+	}
+	m.offset = max(0, min(m.offset, len(m.lines)-m.h))
+	return m, nil
+}
+
+func (m *Model) render() {
+	sy, st := m.sty, m.stats
+	var l []string
+	add := func(s ...string) { l = append(l, s...) }
+	add(sy.HelpSection.Render("Traffic"),
+		"  "+strconv.Itoa(st.Units)+" units, "+connlist.Bytes(st.Bytes)+" over "+st.Span.Round(time.Millisecond).String(), "")
+
+	add(sy.HelpSection.Render("Units per type"))
+	add(sy.Header.Render(pad("  proto", 12) + pad("type", 26) + lpad("units", 10) + lpad("bytes", 12)))
+	for i, t := range st.Types {
+		if i == 20 {
+			add("  … " + strconv.Itoa(len(st.Types)-i) + " more types")
+			break
+		}
+		add(pad("  "+t.Proto, 12) + pad(t.Type, 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(connlist.Bytes(t.Bytes), 12))
+	}
+	add("")
+
+	add(sy.HelpSection.Render("Units over time") + "  (one column = " + st.RateStep.Round(time.Microsecond).String() + ")")
+	add(m.chart(st.Rate, 6)...)
+	add("")
+
+	add(sy.HelpSection.Render("Request → answer latency"))
+	add(m.histogram("all connections", st.Overall)...)
+	for i, lat := range st.PerConn {
+		if lat.N == 0 || i >= len(m.conns) {
+			continue
+		}
+		c := m.conns[i]
+		add("")
+		add(m.histogram("conn "+strconv.Itoa(c.ID)+" "+c.Proto.String()+" "+c.Client.String()+" → "+c.Server.String(), lat)...)
+	}
+	m.lines = l
+	m.offset = max(0, min(m.offset, len(l)-m.h))
+}
+
+// chart draws counts as columns of height rows, eight levels per cell.
+func (m *Model) chart(counts []int, rows int) []string {
+	peak := 0
+	for _, c := range counts {
+		peak = max(peak, c)
+	}
+	bars := m.sty.Sym.Bars
+	levels := len(bars) - 1
+	out := make([]string, 0, rows+1)
+	for r := rows - 1; r >= 0; r-- {
+		var b strings.Builder
+		label := ""
+		if r == rows-1 {
+			label = strconv.Itoa(peak)
+		} else if r == 0 {
+			label = "0"
+		}
+		b.WriteString(m.sty.Axis.Render(lpad(label, 8) + " │"))
+		var row strings.Builder
+		for _, c := range counts {
+			// Eighths of a cell this count reaches above row r.
+			e := 0
+			if peak > 0 {
+				e = c*rows*levels/peak - r*levels
+			}
+			if c > 0 && e <= 0 && r == 0 {
+				e = 1 // a non-zero count is always visible
+			}
+			e = max(0, min(e, levels))
+			row.WriteString(bars[e])
+		}
+		b.WriteString(m.sty.Bar.Render(row.String()))
+		out = append(out, b.String())
+	}
+	out = append(out, m.sty.Axis.Render(strings.Repeat(" ", 9)+"└"+strings.Repeat("─", len(counts))))
+	return out
+}
+
+func (m *Model) histogram(title string, lat store.Latency) []string {
+	out := []string{"  " + title + ": " + strconv.Itoa(lat.N) + " pairs"}
+	if lat.N == 0 {
+		return out
+	}
+	out[0] += "   p50 " + dur(lat.P50) + "  p90 " + dur(lat.P90) + "  p99 " + dur(lat.P99) + "  max " + dur(lat.Max)
+	peak := 0
+	for _, n := range lat.Buckets {
+		peak = max(peak, n)
+	}
+	width := max(10, m.w-34)
+	for i, n := range lat.Buckets {
+		cells := 0
+		if peak > 0 {
+			cells = n * width / peak
+		}
+		if n > 0 && cells == 0 {
+			cells = 1
+		}
+		pct := strconv.FormatFloat(100*float64(n)/float64(lat.N), 'f', 1, 64) + "%"
+		out = append(out, "    "+pad(BucketNames[i], 10)+lpad(strconv.Itoa(n), 8)+lpad(pct, 7)+" "+m.sty.Bar.Render(strings.Repeat("█", cells)))
+	}
+	return out
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return strconv.FormatFloat(float64(d)/1e3, 'f', 0, 64) + "µs"
+	case d < time.Second:
+		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + "ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+}
+
+// View renders the visible part.
+func (m Model) View() string {
+	var b strings.Builder
+	end := min(m.offset+m.h, len(m.lines))
+	for i := m.offset; i < end; i++ {
+		if i > m.offset {
+			b.WriteByte('\n')
+		}
+		b.WriteString(ansi.Truncate(m.lines[i], m.w, "…"))
+	}
+	for i := max(end-m.offset, 1); i < m.h; i++ {
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func pad(s string, w int) string {
+	if n := ansi.StringWidth(s); n < w {
+		return s + strings.Repeat(" ", w-n)
+	}
+	return s
+}
+
+func lpad(s string, w int) string {
+	if n := ansi.StringWidth(s); n < w {
+		return strings.Repeat(" ", w-n) + s
+	}
+	return s
+}

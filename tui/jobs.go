@@ -1,0 +1,370 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/store"
+)
+
+// Messages of the background work the root model starts.
+type (
+	unitsMsg struct {
+		batches [][]*decode.Unit
+		closed  bool
+	}
+	errMsg        struct{ err error }
+	tickMsg       struct{}
+	filterDoneMsg struct {
+		gen  int
+		from int32 // first unit index scanned; 0 means a full run
+		upto int32 // units [from, upto) were scanned
+		rows []int32
+		err  error
+	}
+	findDoneMsg struct {
+		gen int
+		ix  int32 // unit found, -1 none
+		err error
+	}
+	exportDoneMsg struct {
+		path string
+		n    int
+		err  error
+	}
+)
+
+// maxCoalesce bounds the units one unitsMsg carries, so the first screen
+// and keypresses are not held up by a long queue of batches.
+const maxCoalesce = 1 << 16
+
+// syncCatchUp is how many new units are matched against the filter on the
+// UI goroutine; more go to a background scan.
+const syncCatchUp = 1 << 14
+
+func waitUnits(ch <-chan []*decode.Unit) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		b, ok := <-ch
+		if !ok {
+			return unitsMsg{closed: true}
+		}
+		msg := unitsMsg{batches: [][]*decode.Unit{b}}
+		n := len(b)
+		for n < maxCoalesce {
+			select {
+			case b, ok := <-ch:
+				if !ok {
+					msg.closed = true
+					return msg
+				}
+				msg.batches = append(msg.batches, b)
+				n += len(b)
+			default:
+				return msg
+			}
+		}
+		return msg
+	}
+}
+
+func waitErr(ch <-chan error) tea.Cmd {
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		err, ok := <-ch
+		if !ok || err == nil {
+			return nil
+		}
+		return errMsg{err}
+	}
+}
+
+// tick refreshes progress indicators while something is in progress.
+func (m *Model) tick() tea.Cmd {
+	busy := (!m.done && m.opt.Units != nil) || m.flt.running || m.search.running
+	if !busy || m.ticking || m.noTick {
+		return nil
+	}
+	m.ticking = true
+	return tea.Tick(150*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+func (m *Model) ingest(msg unitsMsg) tea.Cmd {
+	for _, b := range msg.batches {
+		m.st.Append(b)
+	}
+	var cmds []tea.Cmd
+	if msg.closed {
+		m.done = true
+	} else {
+		cmds = append(cmds, waitUnits(m.opt.Units))
+	}
+	if m.flt.match != nil && !m.flt.running {
+		cmds = append(cmds, m.catchUp())
+	}
+	if m.st.Len() > 0 && m.shown < 0 && m.units.Len() == 0 {
+		m.layout() // the connection pane's height depends on the count
+	}
+	m.rebase()
+	cmds = append(cmds, m.tick())
+	return tea.Batch(cmds...)
+}
+
+// rebase gives the unit list its rows: everything, one connection's, or
+// the filter's result. Rows that only grew are appended, not rebuilt.
+func (m *Model) rebase() {
+	if m.paused {
+		return
+	}
+	var base []int32
+	flat := m.flt.match != nil
+	switch {
+	case flat:
+		base = m.flt.rows
+	case m.connSel >= 0 && m.connSel < len(m.st.Conns()):
+		base = m.st.ConnTop(m.connSel)
+	default:
+		base = m.st.Top()
+	}
+	key := baseKey{conn: m.connSel, gen: m.flt.gen, flat: flat}
+	if key == m.flt.shownKey && m.flt.shownLen <= len(base) {
+		if len(base) > m.flt.shownLen {
+			m.units.Grow(base)
+		}
+	} else {
+		m.units.SetBase(base, flat)
+	}
+	m.flt.shownKey, m.flt.shownLen = key, len(base)
+	if m.focus == PaneConns {
+		m.conns.SetSize(m.rects[PaneConns].w, m.rects[PaneConns].h)
+	}
+}
+
+type baseKey struct {
+	conn int
+	gen  int
+	flat bool
+}
+
+type filterState struct {
+	expr     string
+	match    func(*decode.Unit) bool
+	rows     []int32
+	upto     int32
+	gen      int
+	running  bool
+	cancel   context.CancelFunc
+	progress *atomic.Int64
+	total    int64
+	shownKey baseKey
+	shownLen int
+}
+
+type searchState struct {
+	text    string
+	gen     int
+	running bool
+	cancel  context.CancelFunc
+}
+
+// setFilter applies expr (match nil: no filter), cancelling a run in
+// progress, and starts scanning the store in the background.
+func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
+	f := &m.flt
+	if f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
+	f.expr, f.match, f.running = expr, match, false
+	f.gen++
+	f.rows, f.upto = nil, 0
+	if match == nil {
+		m.rebase()
+		return nil
+	}
+	return tea.Batch(m.scan(0), m.tick())
+}
+
+// scan starts a background run over units [from, Len()).
+func (m *Model) scan(from int32) tea.Cmd {
+	f := &m.flt
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.running = cancel, true
+	f.progress = new(atomic.Int64)
+	units := m.st.Snapshot()
+	var within []int32
+	f.total = int64(len(units) - int(from))
+	if m.connSel >= 0 {
+		within = m.st.ConnUnits(m.connSel)
+		f.total = int64(len(within))
+	}
+	gen, match, progress := f.gen, f.match, f.progress
+	return func() tea.Msg {
+		rows, err := store.Scan(ctx, units, within, from, match, progress)
+		return filterDoneMsg{gen: gen, from: from, upto: int32(len(units)), rows: rows, err: err}
+	}
+}
+
+func (m *Model) filterDone(msg filterDoneMsg) tea.Cmd {
+	f := &m.flt
+	if msg.gen != f.gen || msg.err != nil {
+		return nil
+	}
+	f.running, f.cancel = false, nil
+	if msg.from == 0 {
+		f.rows = msg.rows
+	} else {
+		f.rows = append(f.rows, msg.rows...)
+	}
+	f.upto = msg.upto
+	cmd := m.catchUp()
+	m.rebase()
+	if !f.running {
+		m.setStatus(strconv.Itoa(len(f.rows))+" units match", false)
+	}
+	return cmd
+}
+
+// catchUp matches units that arrived since the last scan.
+func (m *Model) catchUp() tea.Cmd {
+	f := &m.flt
+	n := int32(m.st.Len())
+	if f.upto >= n {
+		return nil
+	}
+	if n-f.upto > syncCatchUp {
+		return m.scan(f.upto)
+	}
+	var conn *decode.Conn
+	if m.connSel >= 0 {
+		conn = m.st.Conns()[m.connSel]
+	}
+	for i := f.upto; i < n; i++ {
+		u := m.st.Unit(i)
+		if (conn == nil || u.Conn == conn) && f.match(u) {
+			f.rows = append(f.rows, i)
+		}
+	}
+	f.upto = n
+	return nil
+}
+
+// connChanged narrows the list to the chosen connection.
+func (m *Model) connChanged() tea.Cmd {
+	if m.flt.match != nil {
+		return m.setFilter(m.flt.expr, m.flt.match)
+	}
+	m.rebase()
+	return nil
+}
+
+// find starts a search from the cursor in direction dir (+1, -1).
+func (m *Model) find(dir int) tea.Cmd {
+	s := &m.search
+	if s.text == "" {
+		m.setStatus("no search: press s to search", true)
+		return nil
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.gen++
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.running = cancel, true
+	units, rows, start := m.st.Snapshot(), m.units.Rows(), m.units.Cursor()
+	gen, text, search := s.gen, s.text, m.lang.Search
+	m.setStatus("searching "+strconv.Quote(text)+"…", false)
+	return tea.Batch(func() tea.Msg {
+		p, err := store.Find(ctx, units, rows, start, dir, func(u *decode.Unit) bool { return search(u, text) })
+		ix := int32(-1)
+		if p >= 0 {
+			ix = rows[p]
+		}
+		return findDoneMsg{gen: gen, ix: ix, err: err}
+	}, m.tick())
+}
+
+func (m *Model) findDone(msg findDoneMsg) {
+	s := &m.search
+	if msg.gen != s.gen || msg.err != nil {
+		return
+	}
+	s.running, s.cancel = false, nil
+	if msg.ix < 0 {
+		m.setStatus("search: "+strconv.Quote(s.text)+" not found", true)
+		return
+	}
+	m.jumpTo(msg.ix, false)
+	m.setStatus("search: "+strconv.Quote(s.text)+" at #"+strconv.Itoa(m.st.Unit(msg.ix).N), false)
+}
+
+// exportUnits returns what an export writes: the filter's result, else
+// the chosen connection, else everything. For pcapng, units nested in a
+// container are replaced by the container, whose bytes carry them.
+func (m *Model) exportUnits(containers bool) []*decode.Unit {
+	var ixs []int32
+	switch {
+	case m.flt.match != nil:
+		ixs = m.flt.rows
+	case m.connSel >= 0:
+		ixs = m.st.ConnUnits(m.connSel)
+	default:
+		ixs = make([]int32, m.st.Len())
+		for i := range ixs {
+			ixs[i] = int32(i)
+		}
+	}
+	if containers {
+		out := make([]int32, 0, len(ixs))
+		seen := map[int32]bool{}
+		for _, ix := range ixs {
+			if p := m.st.Parent(ix); p >= 0 {
+				ix = p
+			}
+			if !seen[ix] {
+				seen[ix] = true
+				out = append(out, ix)
+			}
+		}
+		slices.Sort(out)
+		ixs = out
+	}
+	units := make([]*decode.Unit, len(ixs))
+	for i, ix := range ixs {
+		units[i] = m.st.Unit(ix)
+	}
+	return units
+}
+
+func exportCmd(path string, units []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
+	return func() tea.Msg {
+		f, err := os.Create(path)
+		if err != nil {
+			return exportDoneMsg{path: path, err: err}
+		}
+		err = write(f, units)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return exportDoneMsg{path: path, n: len(units), err: err}
+	}
+}
+
+func (m *Model) exportDone(msg exportDoneMsg) {
+	if msg.err != nil {
+		m.setStatus("export "+msg.path+": "+msg.err.Error(), true)
+		return
+	}
+	m.setStatus("wrote "+strconv.Itoa(msg.n)+" units to "+msg.path, false)
+}

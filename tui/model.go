@@ -1,0 +1,437 @@
+package tui
+
+import (
+	"strconv"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
+	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/tui/components/detail"
+	"github.com/wiretap-dev/wiretap/tui/components/filterbar"
+	"github.com/wiretap-dev/wiretap/tui/components/help"
+	"github.com/wiretap-dev/wiretap/tui/components/hexview"
+	"github.com/wiretap-dev/wiretap/tui/components/stats"
+	"github.com/wiretap-dev/wiretap/tui/components/unitlist"
+	"github.com/wiretap-dev/wiretap/tui/keys"
+	"github.com/wiretap-dev/wiretap/tui/store"
+	"github.com/wiretap-dev/wiretap/tui/styles"
+)
+
+// Pane identifies one of the main screen's panes.
+type Pane uint8
+
+const (
+	PaneConns Pane = iota
+	PaneUnits
+	PaneDetail
+	PaneHex
+	numPanes
+)
+
+var paneNames = [numPanes]string{"Connections", "Units", "Detail", "Bytes"}
+
+type screen uint8
+
+const (
+	screenMain screen = iota
+	screenStats
+	screenHelp
+)
+
+// Model is the root model: it owns the store and the components and
+// dispatches messages to them.
+type Model struct {
+	opt  Options
+	st   *store.Store
+	km   *keys.KeyMap
+	sty  *styles.Styles
+	lang *filterbar.Lang
+
+	conns  connlist.Model
+	units  unitlist.Model
+	detail detail.Model
+	hex    hexview.Model
+	stats  stats.Model
+	help   help.Model
+	bar    filterbar.Model
+	cmd    cmdline.Model
+
+	w, h   int
+	rects  [numPanes]rect
+	focus  Pane
+	maxed  bool
+	screen screen
+
+	done   bool // the source closed Units
+	paused bool
+	status string
+	isErr  bool
+
+	connSel int // -1: all connections
+
+	flt     filterState
+	search  searchState
+	shown   int32 // unit shown in detail, -1 none
+	field   *decode.Field
+	jumps   []int32
+	marks   map[byte]int32
+	prefix  string // "m" or "'" awaiting a letter
+	count   int    // numeric prefix (vim's count)
+	started time.Time
+	ticking bool
+	noTick  bool // tests drive the model without timers
+}
+
+// New builds the model; Init starts reading opt.Units.
+func New(opt Options) Model {
+	km, sty, lang := opt.KeyMap, opt.Styles, opt.Lang
+	if km == nil {
+		km = keys.DefaultKeyMap()
+	}
+	if sty == nil {
+		sty = styles.DefaultStyles()
+	}
+	if lang == nil {
+		lang = DefaultLang()
+	}
+	st := store.New()
+	m := Model{
+		opt: opt, st: st, km: km, sty: sty, lang: lang,
+		conns:   connlist.New(st, km, sty),
+		units:   unitlist.New(st, km, sty),
+		detail:  detail.New(km, sty),
+		hex:     hexview.New(km, sty),
+		stats:   stats.New(km, sty),
+		help:    help.New(km, sty),
+		bar:     filterbar.New(lang, km, sty),
+		cmd:     cmdline.New(sty),
+		focus:   PaneUnits,
+		connSel: -1,
+		shown:   -1,
+		marks:   map[byte]int32{},
+		started: time.Now(),
+	}
+	m.units.Follow = opt.Live
+	m.focusPane(PaneUnits)
+	return m
+}
+
+// Init starts reading units and errors.
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(waitUnits(m.opt.Units), waitErr(m.opt.Err), m.tick())
+}
+
+// Store returns the model's store (tests, benchmarks).
+func (m *Model) Store() *store.Store { return m.st }
+
+// Update dispatches a message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+		m.layout()
+	case unitsMsg:
+		cmd = m.ingest(msg)
+	case errMsg:
+		m.setStatus(msg.err.Error(), true)
+		cmd = waitErr(m.opt.Err)
+	case tickMsg:
+		m.ticking = false
+		cmd = m.tick()
+	case filterDoneMsg:
+		cmd = m.filterDone(msg)
+	case findDoneMsg:
+		m.findDone(msg)
+	case exportDoneMsg:
+		m.exportDone(msg)
+	case filterbar.ChangedMsg:
+		cmd = m.setFilter(msg.Expr, msg.Match)
+	case filterbar.AppliedMsg:
+		cmd = m.barApplied(msg)
+	case filterbar.CancelledMsg:
+		if msg.Mode == filterbar.ModeFilter && msg.Prev != m.flt.expr {
+			match, _ := m.lang.Compile(msg.Prev)
+			cmd = m.setFilter(msg.Prev, match)
+		}
+	case cmdline.ExecMsg:
+		cmd = m.exec(msg)
+	case cmdline.ErrorMsg:
+		m.setStatus(msg.Text, true)
+	case tea.KeyPressMsg:
+		cmd = m.key(msg)
+	case tea.MouseMsg:
+		cmd = m.mouse(msg)
+	}
+	return m, tea.Batch(cmd, m.sync())
+}
+
+// sync propagates selection: unit -> detail and hex, field -> highlight.
+func (m *Model) sync() tea.Cmd {
+	if sel := m.units.Selected(); sel != m.shown {
+		m.shown = sel
+		var u *decode.Unit
+		if sel >= 0 {
+			u = m.st.Unit(sel)
+		}
+		m.detail.SetUnit(u)
+		if u != nil {
+			m.hex.SetBytes(u.Raw)
+		} else {
+			m.hex.SetBytes(nil)
+		}
+		m.field = nil
+	}
+	if f := m.detail.Field(); f != m.field {
+		m.field = f
+		if f != nil {
+			m.hex.Highlight(f.Offset, f.Length)
+		} else {
+			m.hex.Highlight(0, 0)
+		}
+	}
+	if c := m.conns.Chosen(); c != m.connSel {
+		m.connSel = c
+		return m.connChanged()
+	}
+	return nil
+}
+
+func (m *Model) setStatus(s string, isErr bool) { m.status, m.isErr = s, isErr }
+
+// key handles a key press: prompts first, then pending prefixes, then
+// global bindings, then the focused component.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch {
+	case m.bar.Active:
+		m.bar, cmd = m.bar.Update(k)
+		return cmd
+	case m.cmd.Active:
+		m.cmd, cmd = m.cmd.Update(k)
+		return cmd
+	case m.prefix != "":
+		return m.prefixed(k)
+	}
+	km := m.km
+	if m.screen != screenMain {
+		switch {
+		case key.Matches(k, km.Quit) && k.String() == "ctrl+c":
+			return tea.Quit
+		case key.Matches(k, km.Cancel, km.Quit), m.screen == screenHelp && key.Matches(k, km.Help),
+			m.screen == screenStats && key.Matches(k, km.Stats):
+			m.screen = screenMain
+		case m.screen == screenHelp:
+			m.help, cmd = m.help.Update(k)
+		default:
+			m.stats, cmd = m.stats.Update(k)
+		}
+		return cmd
+	}
+	if s := k.String(); len(s) == 1 && s[0] >= '0' && s[0] <= '9' && (m.count > 0 || s != "0") {
+		m.count = m.count*10 + int(s[0]-'0')
+		m.setStatus(strconv.Itoa(m.count), false)
+		return nil
+	}
+	count := m.count
+	m.count = 0
+	if count > 0 {
+		m.status = ""
+	}
+	switch {
+	case key.Matches(k, km.Quit):
+		return tea.Quit
+	case key.Matches(k, km.Help):
+		m.screen = screenHelp
+	case key.Matches(k, km.Stats):
+		m.openStats()
+	case key.Matches(k, km.NextPane):
+		m.focusPane((m.focus + 1) % numPanes)
+	case key.Matches(k, km.PrevPane):
+		m.focusPane((m.focus + numPanes - 1) % numPanes)
+	case key.Matches(k, km.Maximise):
+		m.maxed = !m.maxed
+		m.layout()
+	case key.Matches(k, km.Filter):
+		m.bar.Open(filterbar.ModeFilter, m.flt.expr)
+		m.layout()
+	case key.Matches(k, km.Search):
+		m.bar.Open(filterbar.ModeSearch, m.search.text)
+		m.layout()
+	case key.Matches(k, km.Command):
+		m.cmd.Open("")
+	case key.Matches(k, km.SavePcapng):
+		if m.opt.ExportPcapng != nil {
+			m.cmd.Open("save ")
+		} else {
+			m.setStatus("pcapng export is not available for this source", true)
+		}
+	case key.Matches(k, km.ExportJSON):
+		m.cmd.Open("export ")
+	case key.Matches(k, km.SearchNext):
+		return m.find(+1)
+	case key.Matches(k, km.SearchPrev):
+		return m.find(-1)
+	case key.Matches(k, km.Follow):
+		m.setFollow(!m.units.Follow)
+	case key.Matches(k, km.Pause):
+		m.setPaused(!m.paused)
+	case key.Matches(k, km.Answer):
+		m.jumpPair(true)
+	case key.Matches(k, km.Request):
+		m.jumpPair(false)
+	case key.Matches(k, km.Back):
+		m.back()
+	case key.Matches(k, km.Mark), key.Matches(k, km.GotoMark):
+		m.prefix = k.String()
+		m.setStatus(k.String()+"…", false)
+	case key.Matches(k, km.ClearFilter):
+		return m.escape()
+	case count > 0 && key.Matches(k, km.Bottom):
+		m.gotoN(count)
+	default:
+		return m.toFocused(k)
+	}
+	return nil
+}
+
+func (m *Model) prefixed(k tea.KeyPressMsg) tea.Cmd {
+	p := m.prefix
+	m.prefix = ""
+	m.status = ""
+	s := k.String()
+	if len(s) != 1 || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return nil
+	}
+	c := s[0]
+	if p == "m" {
+		ix := m.units.Selected()
+		if ix < 0 {
+			return nil
+		}
+		if old, ok := m.marks[c]; ok {
+			m.units.SetMark(old, 0)
+		}
+		m.marks[c] = ix
+		m.units.SetMark(ix, c)
+		m.setStatus("mark "+s+" set on #"+strconv.Itoa(m.st.Unit(ix).N), false)
+		return nil
+	}
+	ix, ok := m.marks[c]
+	if !ok {
+		m.setStatus("no mark "+s, true)
+		return nil
+	}
+	m.jumpTo(ix, true)
+	return nil
+}
+
+// escape clears, in order: a pending status, the search, the filter, the
+// connection choice.
+func (m *Model) escape() tea.Cmd {
+	switch {
+	case m.maxed:
+		m.maxed = false
+		m.layout()
+	case m.search.text != "":
+		m.search.text = ""
+		m.setStatus("search cleared", false)
+	case m.flt.expr != "":
+		m.setStatus("filter cleared", false)
+		return m.setFilter("", nil)
+	case m.connSel >= 0:
+		m.conns.Choose(-1)
+	default:
+		m.status = ""
+	}
+	return nil
+}
+
+func (m *Model) toFocused(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	switch m.focus {
+	case PaneConns:
+		m.conns, cmd = m.conns.Update(msg)
+	case PaneUnits:
+		m.units, cmd = m.units.Update(msg)
+	case PaneDetail:
+		m.detail, cmd = m.detail.Update(msg)
+	case PaneHex:
+		m.hex, cmd = m.hex.Update(msg)
+	}
+	_ = cmd // components' selection messages are read through sync
+	return nil
+}
+
+func (m *Model) focusPane(p Pane) {
+	m.focus = p
+	m.conns.Focused = p == PaneConns
+	m.units.Focused = p == PaneUnits
+	m.detail.Focused = p == PaneDetail
+	m.hex.Focused = p == PaneHex
+	if m.maxed {
+		m.layout()
+	}
+}
+
+// mouse routes clicks and wheel events to the pane under the pointer, in
+// the pane's own coordinates.
+func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
+	if m.screen == screenHelp {
+		m.help, _ = m.help.Update(msg)
+		return nil
+	}
+	if m.screen == screenStats {
+		m.stats, _ = m.stats.Update(msg)
+		return nil
+	}
+	mo := msg.Mouse()
+	for p := PaneConns; p < numPanes; p++ {
+		r := m.rects[p]
+		if r.w == 0 || mo.X < r.x || mo.X >= r.x+r.w || mo.Y < r.y-1 || mo.Y >= r.y+r.h {
+			continue
+		}
+		mo.X -= r.x
+		mo.Y -= r.y
+		switch msg.(type) {
+		case tea.MouseClickMsg:
+			m.focusPane(p)
+			if mo.Y < 0 {
+				return nil // the title border
+			}
+			return m.toFocused(tea.MouseClickMsg(mo))
+		case tea.MouseWheelMsg:
+			old := m.focus
+			m.focus = p
+			cmd := m.toFocused(tea.MouseWheelMsg(mo))
+			m.focus = old
+			return cmd
+		}
+		return nil
+	}
+	return nil
+}
+
+func (m *Model) setFollow(on bool) {
+	m.units.Follow = on
+	if on {
+		m.paused = false
+		m.rebase()
+		m.units.SetCursor(m.units.Len() - 1)
+	}
+}
+
+func (m *Model) setPaused(on bool) {
+	m.paused = on
+	if on {
+		m.units.Follow = false
+		m.setStatus("paused: new units are counted but not listed (p resumes)", false)
+	} else {
+		m.setStatus("", false)
+		m.rebase()
+	}
+}

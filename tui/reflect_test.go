@@ -1,0 +1,21 @@
+package tui
+
+import (
+	"reflect"
+
+	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
+)
+
+type cmdlineExec = cmdline.ExecMsg
+
+// reflectFields returns the exported field values of the struct p points to.
+func reflectFields(p any) []any {
+	v := reflect.ValueOf(p).Elem()
+	out := make([]any, 0, v.NumField())
+	for i := 0; i < v.NumField(); i++ {
+		if v.Type().Field(i).IsExported() {
+			out = append(out, v.Field(i).Interface())
+		}
+	}
+	return out
+}

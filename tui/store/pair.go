@@ -1,0 +1,357 @@
+package store
+
+import (
+	"strings"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Request/answer pairing. It runs lazily, per connection, from where it
+// last stopped, the first time someone asks for an answer or for latency
+// statistics, so loading a capture costs nothing for it. What pairs with
+// what:
+//
+//   - AMQP 0-9-1: a synchronous method (queue.declare, channel.open, ...)
+//     with its -ok on the same channel in the other direction (basic.get
+//     also with basic.get-empty); on a channel put in confirm mode by
+//     confirm.select, each basic.publish with the basic.ack or basic.nack
+//     whose delivery-tag is its sequence number (or covers it, with
+//     multiple set).
+//   - AMQP 1.0: a transfer with the disposition, in the other direction,
+//     whose first..last range holds its delivery-id.
+//   - PostgreSQL: Parse, Bind, Describe, Close, Execute with their
+//     completions in order; Sync and Query with ReadyForQuery; an
+//     ErrorResponse answers the oldest pending extended-protocol message and
+//     the rest, skipped by the server until Sync, stay unanswered.
+type pairing struct {
+	answer  []int32 // request index -> answer index + 1 (0: none)
+	request []int32 // answer index -> first request index + 1
+	conns   []*pairState
+}
+
+type pairState struct {
+	done int // ConnUnits entries processed
+
+	okWait  map[okKey][]int32
+	confirm map[uint16]bool
+	pubSeq  map[uint16]uint64
+	pubWait map[uint16][]pub
+	xfer    map[uint64]int32
+	pgWait  map[string][]int32
+}
+
+type okKey struct {
+	ch  uint16
+	dir decode.Dir
+	typ string
+}
+
+type pub struct {
+	seq uint64
+	ix  int32
+}
+
+// synchronous lists the AMQP 0-9-1 methods answered by a "-ok" (AMQP
+// 0-9-1 spec, the "synchronous" methods and their "response" elements).
+var synchronous = map[string]bool{
+	"connection.start": true, "connection.secure": true, "connection.tune": true,
+	"connection.open": true, "connection.close": true, "channel.open": true,
+	"channel.flow": true, "channel.close": true, "access.request": true,
+	"exchange.declare": true, "exchange.delete": true, "exchange.bind": true,
+	"exchange.unbind": true, "queue.declare": true, "queue.bind": true,
+	"queue.purge": true, "queue.delete": true, "queue.unbind": true,
+	"basic.qos": true, "basic.consume": true, "basic.cancel": true,
+	"basic.recover": true, "basic.get": true, "tx.select": true,
+	"tx.commit": true, "tx.rollback": true, "confirm.select": true,
+}
+
+// pgAnswer maps a PostgreSQL completion to the request kind it answers.
+var pgAnswer = map[string]string{
+	"ParseComplete": "Parse", "BindComplete": "Bind", "CloseComplete": "Close",
+	"CommandComplete": "Execute", "EmptyQueryResponse": "Execute", "PortalSuspended": "Execute",
+	"RowDescription": "Describe", "NoData": "Describe", "ParameterDescription": "Describe",
+	"ReadyForQuery": "Sync",
+}
+
+// Answer returns the index of the unit answering request i, or -1.
+func (s *Store) Answer(i int32) int32 {
+	s.pairConn(s.ConnIndex(s.units[i].Conn))
+	if int(i) < len(s.pair.answer) {
+		return s.pair.answer[i] - 1
+	}
+	return -1
+}
+
+// Request returns the index of the request unit i answers, or -1.
+func (s *Store) Request(i int32) int32 {
+	s.pairConn(s.ConnIndex(s.units[i].Conn))
+	if int(i) < len(s.pair.request) {
+		return s.pair.request[i] - 1
+	}
+	return -1
+}
+
+// PairAll brings the pairing of every connection up to date.
+func (s *Store) PairAll() {
+	for c := range s.conns {
+		s.pairConn(c)
+	}
+}
+
+// Pairs calls fn for every request/answer pair found so far; call PairAll
+// first for a complete picture.
+func (s *Store) Pairs(fn func(req, ans int32)) {
+	for i, a := range s.pair.answer {
+		if a > 0 {
+			fn(int32(i), a-1)
+		}
+	}
+}
+
+func (s *Store) link(req, ans int32) {
+	if n := len(s.units); len(s.pair.answer) < n {
+		s.pair.answer = append(s.pair.answer, make([]int32, n-len(s.pair.answer))...)
+		s.pair.request = append(s.pair.request, make([]int32, n-len(s.pair.request))...)
+	}
+	if s.pair.answer[req] == 0 {
+		s.pair.answer[req] = ans + 1
+	}
+	if s.pair.request[ans] == 0 {
+		s.pair.request[ans] = req + 1
+	}
+}
+
+func (s *Store) pairConn(c int) {
+	if c < 0 {
+		return
+	}
+	for len(s.pair.conns) <= c {
+		s.pair.conns = append(s.pair.conns, nil)
+	}
+	st := s.pair.conns[c]
+	if st == nil {
+		st = &pairState{
+			okWait: map[okKey][]int32{}, confirm: map[uint16]bool{}, pubSeq: map[uint16]uint64{},
+			pubWait: map[uint16][]pub{}, xfer: map[uint64]int32{}, pgWait: map[string][]int32{},
+		}
+		s.pair.conns[c] = st
+	}
+	ixs := s.byConn[c]
+	for ; st.done < len(ixs); st.done++ {
+		ix := ixs[st.done]
+		u := s.units[ix]
+		switch u.Proto {
+		case decode.ProtoAMQP091:
+			s.pairAMQP091(st, ix, u)
+		case decode.ProtoAMQP10:
+			s.pairAMQP10(st, ix, u)
+		case decode.ProtoPgSQL:
+			s.pairPg(st, ix, u)
+		}
+	}
+}
+
+func (s *Store) pairAMQP091(st *pairState, ix int32, u *decode.Unit) {
+	t := u.Type
+	switch {
+	case synchronous[t]:
+		k := okKey{u.Channel, u.Dir, t}
+		st.okWait[k] = append(st.okWait[k], ix)
+		if t == "confirm.select" {
+			st.confirm[u.Channel] = true
+		}
+	case strings.HasSuffix(t, "-ok") || t == "basic.get-empty":
+		req := strings.TrimSuffix(strings.TrimSuffix(t, "-ok"), "-empty")
+		k := okKey{u.Channel, u.Dir.Other(), req}
+		if q := st.okWait[k]; len(q) > 0 {
+			s.link(q[0], ix)
+			st.okWait[k] = q[1:]
+		}
+	case t == "basic.publish" && u.Dir == decode.DirF && st.confirm[u.Channel]:
+		st.pubSeq[u.Channel]++
+		st.pubWait[u.Channel] = append(st.pubWait[u.Channel], pub{st.pubSeq[u.Channel], ix})
+	case (t == "basic.ack" || t == "basic.nack") && u.Dir == decode.DirB:
+		q := st.pubWait[u.Channel]
+		if len(q) == 0 {
+			return
+		}
+		fs := u.Fields()
+		tag, ok := FieldUint(fs, "deliverytag")
+		if !ok {
+			return
+		}
+		multiple, _ := FieldBool(fs, "multiple")
+		n := 0
+		for _, p := range q {
+			switch {
+			case p.seq == tag || (multiple && p.seq < tag):
+				s.link(p.ix, ix)
+			default:
+				q[n] = p
+				n++
+			}
+		}
+		st.pubWait[u.Channel] = q[:n]
+	}
+}
+
+func (s *Store) pairAMQP10(st *pairState, ix int32, u *decode.Unit) {
+	switch u.Type {
+	case "transfer":
+		if id, ok := FieldUint(u.Fields(), "deliveryid"); ok {
+			st.xfer[uint64(u.Dir)<<32|id&0xffffffff] = ix
+		}
+	case "disposition":
+		fs := u.Fields()
+		first, ok := FieldUint(fs, "first")
+		if !ok {
+			return
+		}
+		last, ok := FieldUint(fs, "last")
+		if !ok || last < first {
+			last = first
+		}
+		dir := uint64(u.Dir.Other()) << 32
+		if last-first < 4096 {
+			for id := first; id <= last; id++ {
+				if req, ok := st.xfer[dir|id&0xffffffff]; ok {
+					s.link(req, ix)
+					delete(st.xfer, dir|id&0xffffffff)
+				}
+			}
+			return
+		}
+		for k, req := range st.xfer {
+			if k>>32 == dir>>32 && k&0xffffffff >= first && k&0xffffffff <= last {
+				s.link(req, ix)
+				delete(st.xfer, k)
+			}
+		}
+	}
+}
+
+func (s *Store) pairPg(st *pairState, ix int32, u *decode.Unit) {
+	t := u.Type
+	if u.Dir == decode.DirF {
+		switch t {
+		case "Parse", "Bind", "Describe", "Close", "Execute", "Sync":
+			st.pgWait[t] = append(st.pgWait[t], ix)
+		case "Query":
+			st.pgWait["Sync"] = append(st.pgWait["Sync"], ix)
+		}
+		return
+	}
+	if t == "ErrorResponse" {
+		oldest, kind := int32(-1), ""
+		for k, q := range st.pgWait {
+			if k != "Sync" && len(q) > 0 && (oldest < 0 || q[0] < oldest) {
+				oldest, kind = q[0], k
+			}
+		}
+		if oldest >= 0 {
+			s.link(oldest, ix)
+			st.pgWait[kind] = st.pgWait[kind][1:]
+			// The server skips the rest of the extended-protocol messages
+			// up to Sync; they will never be answered.
+			for k := range st.pgWait {
+				if k != "Sync" {
+					st.pgWait[k] = st.pgWait[k][:0]
+				}
+			}
+		} else if q := st.pgWait["Sync"]; len(q) > 0 && s.units[q[0]].Type == "Query" {
+			s.link(q[0], ix)
+		}
+		return
+	}
+	kind, ok := pgAnswer[t]
+	if !ok {
+		return
+	}
+	q := st.pgWait[kind]
+	if len(q) == 0 {
+		return
+	}
+	if t == "RowDescription" && s.pair.answer != nil && int(q[0]) < len(s.pair.answer) && s.pair.answer[q[0]] != 0 {
+		// ParameterDescription already answered this Describe of a statement.
+		st.pgWait[kind] = q[1:]
+		return
+	}
+	s.link(q[0], ix)
+	if t == "ParameterDescription" {
+		return // a RowDescription or NoData follows for the same Describe
+	}
+	st.pgWait[kind] = q[1:]
+}
+
+// FieldUint finds the first field whose key (or last dotted name segment),
+// ignoring case, '-' and '_', is norm, and returns its value as an
+// unsigned integer.
+func FieldUint(fs []*decode.Field, norm string) (uint64, bool) {
+	f := findNorm(fs, norm)
+	if f == nil {
+		return 0, false
+	}
+	switch v := f.Value.(type) {
+	case uint64:
+		return v, true
+	case int64:
+		if v >= 0 {
+			return uint64(v), true
+		}
+	case int:
+		if v >= 0 {
+			return uint64(v), true
+		}
+	case uint32:
+		return uint64(v), true
+	}
+	return 0, false
+}
+
+// FieldBool is FieldUint for booleans.
+func FieldBool(fs []*decode.Field, norm string) (bool, bool) {
+	f := findNorm(fs, norm)
+	if f == nil {
+		return false, false
+	}
+	b, ok := f.Value.(bool)
+	return b, ok
+}
+
+func findNorm(fs []*decode.Field, norm string) *decode.Field {
+	var found *decode.Field
+	decode.Walk(fs, func(f *decode.Field) bool {
+		if found != nil {
+			return false
+		}
+		name := f.Name
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		if normEqual(f.Key, norm) || normEqual(name, norm) {
+			found = f
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// normEqual compares s with norm ignoring case, '-' and '_'.
+func normEqual(s, norm string) bool {
+	j := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '-' || c == '_' {
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if j >= len(norm) || norm[j] != c {
+			return false
+		}
+		j++
+	}
+	return j == len(norm)
+}

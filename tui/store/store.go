@@ -1,0 +1,152 @@
+package store
+
+import (
+	"sort"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Store is the table of units. Indices (int32) are positions in output
+// order; they are what every view keeps instead of copies of units.
+type Store struct {
+	units []*decode.Unit
+	top   []int32 // units with no parent, in order
+
+	conns   []*decode.Conn
+	connIx  map[*decode.Conn]int32
+	byConn  [][]int32
+	connTop [][]int32 // per connection: units with no parent
+
+	kids    map[int32][]int32        // container index -> nested unit indices
+	pending map[*decode.Unit][]int32 // nested units whose container has not arrived yet
+	problem int                      // units with warnings or an error
+
+	pair pairing
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		connIx:  make(map[*decode.Conn]int32),
+		kids:    make(map[int32][]int32),
+		pending: make(map[*decode.Unit][]int32),
+	}
+}
+
+// Append adds a batch of units in output order.
+func (s *Store) Append(batch []*decode.Unit) {
+	for _, u := range batch {
+		if u == nil {
+			continue
+		}
+		ix := int32(len(s.units))
+		s.units = append(s.units, u)
+		ci, ok := s.connIx[u.Conn]
+		if !ok && u.Conn != nil {
+			ci = int32(len(s.conns))
+			s.connIx[u.Conn] = ci
+			s.conns = append(s.conns, u.Conn)
+			s.byConn = append(s.byConn, nil)
+			s.connTop = append(s.connTop, nil)
+		}
+		if u.Conn != nil {
+			s.byConn[ci] = append(s.byConn[ci], ix)
+		}
+		if len(u.Warnings) > 0 || u.Err != "" {
+			s.problem++
+		}
+		if u.Parent == nil {
+			s.top = append(s.top, ix)
+			if u.Conn != nil {
+				s.connTop[ci] = append(s.connTop[ci], ix)
+			}
+		} else if p := s.IndexOfN(u.Parent.N); p >= 0 && s.units[p] == u.Parent {
+			s.kids[p] = append(s.kids[p], ix)
+		} else {
+			s.pending[u.Parent] = append(s.pending[u.Parent], ix)
+		}
+		if len(s.pending) > 0 {
+			if k, ok := s.pending[u]; ok {
+				s.kids[ix] = append(s.kids[ix], k...)
+				delete(s.pending, u)
+			}
+		}
+	}
+}
+
+// Len reports how many units the store holds.
+func (s *Store) Len() int { return len(s.units) }
+
+// Unit returns the unit at index i.
+func (s *Store) Unit(i int32) *decode.Unit { return s.units[i] }
+
+// Snapshot returns the units appended so far. The slice is never written
+// again, so background goroutines may read it while the store grows.
+func (s *Store) Snapshot() []*decode.Unit { return s.units[:len(s.units):len(s.units)] }
+
+// Top returns the indices of units that no container carried, in order.
+// The caller must not modify it.
+func (s *Store) Top() []int32 { return s.top[:len(s.top):len(s.top)] }
+
+// Kids returns the indices of the units nested in container i, in order.
+func (s *Store) Kids(i int32) []int32 { return s.kids[i] }
+
+// HasKids reports whether unit i is a container with nested units.
+func (s *Store) HasKids(i int32) bool { _, ok := s.kids[i]; return ok }
+
+// Parent returns the index of the container of unit i, or -1.
+func (s *Store) Parent(i int32) int32 {
+	u := s.units[i]
+	if u.Parent == nil {
+		return -1
+	}
+	p := s.IndexOfN(u.Parent.N)
+	if p < 0 || s.units[p] != u.Parent {
+		return -1
+	}
+	return p
+}
+
+// Conns returns the connections in order of their first unit.
+func (s *Store) Conns() []*decode.Conn { return s.conns }
+
+// ConnUnits returns the indices of connection c's units, in order.
+func (s *Store) ConnUnits(c int) []int32 { return s.byConn[c][:len(s.byConn[c]):len(s.byConn[c])] }
+
+// ConnTop returns the indices of connection c's units that no container
+// carried, in order.
+func (s *Store) ConnTop(c int) []int32 { return s.connTop[c][:len(s.connTop[c]):len(s.connTop[c])] }
+
+// ConnIndex returns the position of conn in Conns, or -1.
+func (s *Store) ConnIndex(c *decode.Conn) int {
+	if i, ok := s.connIx[c]; ok {
+		return int(i)
+	}
+	return -1
+}
+
+// Problems counts units carrying warnings or an error.
+func (s *Store) Problems() int { return s.problem }
+
+// First returns the time of the first unit (zero when empty).
+func (s *Store) First() time.Time {
+	if len(s.units) == 0 {
+		return time.Time{}
+	}
+	return s.units[0].Time
+}
+
+// IndexOfN returns the index of the unit numbered n, or -1. Units arrive
+// numbered in output order, so this is a lookup, or a binary search when
+// numbering has gaps.
+func (s *Store) IndexOfN(n int) int32 {
+	if n >= 1 && n <= len(s.units) && s.units[n-1].N == n {
+		return int32(n - 1)
+	}
+	i := sort.Search(len(s.units), func(i int) bool { return s.units[i].N >= n })
+	if i < len(s.units) && s.units[i].N == n {
+		return int32(i)
+	}
+	return -1
+}

@@ -1,0 +1,91 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/filter"
+	"github.com/wiretap-dev/wiretap/decode/output"
+	"github.com/wiretap-dev/wiretap/tui/components/filterbar"
+	"github.com/wiretap-dev/wiretap/tui/keys"
+	"github.com/wiretap-dev/wiretap/tui/styles"
+)
+
+// Options connect a source to the program.
+type Options struct {
+	// Title names the source: a file name, "broker 127.0.0.1:5672".
+	Title string
+	// Live says the source is live: follow mode starts on.
+	Live bool
+	// Units delivers batches of units in output order (N assigned); it is
+	// closed at the end of the input. A unit's Conn may be updated by the
+	// sender only before the batch carrying the unit is sent.
+	Units <-chan []*decode.Unit
+	// Progress, if set, reports how much of a file has been read.
+	Progress func() (done, total int64)
+	// Err, if set, delivers the source's errors (shown on the status line;
+	// the program keeps running so what was read can be browsed).
+	Err <-chan error
+	// ExportPcapng writes units as a capture; nil hides the action. It is
+	// given containers, never the units nested in them.
+	ExportPcapng func(w io.Writer, units []*decode.Unit) error
+	// ExportJSON writes units as JSON lines; nil means the INTERFACES.md
+	// schema through decode/output.
+	ExportJSON func(w io.Writer, units []*decode.Unit) error
+	// ShowSecrets is shown in the title: the source was decoded without
+	// redaction.
+	ShowSecrets bool
+
+	// KeyMap and Styles override the defaults.
+	KeyMap *keys.KeyMap
+	Styles *styles.Styles
+	// Lang overrides the display-filter language (tests).
+	Lang *filterbar.Lang
+}
+
+// Run runs the program in the terminal (alternate screen, mouse on) until
+// the user quits or ctx is cancelled.
+func Run(ctx context.Context, opt Options) error {
+	p := tea.NewProgram(New(opt), tea.WithContext(ctx))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// DefaultLang is the display-filter language of decode/filter.
+func DefaultLang() *filterbar.Lang {
+	return &filterbar.Lang{
+		Compile: func(expr string) (func(*decode.Unit) bool, error) {
+			f, err := filter.Compile(expr)
+			if err != nil {
+				return nil, err
+			}
+			return f.Match, nil
+		},
+		ErrorSpan: func(err error) (int, int) {
+			var fe *filter.Error
+			if errors.As(err, &fe) {
+				return fe.Pos, fe.Len
+			}
+			return 0, 0
+		},
+		Complete: filter.Complete,
+		Search:   filter.Search,
+	}
+}
+
+func writeJSON(w io.Writer, units []*decode.Unit) error {
+	j := output.NewJSON(w, output.JSONOptions{})
+	for _, u := range units {
+		if err := j.Unit(u); err != nil {
+			return err
+		}
+	}
+	return j.Flush()
+}
