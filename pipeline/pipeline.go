@@ -41,6 +41,7 @@ type Pipeline struct {
 	all   []*decode.Conn
 	n     int
 	imm   *amqp10.Immutability
+	last  time.Time
 }
 
 type conn struct {
@@ -106,6 +107,7 @@ func side(fromA bool) int {
 
 // Data implements capture.Handler.
 func (p *Pipeline) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
+	p.seen(t)
 	c := p.state(f)
 	if !c.decided {
 		s := side(fromA)
@@ -129,6 +131,7 @@ func (p *Pipeline) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
 
 // Gap implements capture.Handler.
 func (p *Pipeline) Gap(f *capture.Flow, fromA bool, n int, t time.Time) {
+	p.seen(t)
 	c := p.state(f)
 	if !c.decided {
 		s := side(fromA)
@@ -158,8 +161,16 @@ func (p *Pipeline) Close(f *capture.Flow, t time.Time) {
 	delete(p.conns, f)
 }
 
-// Finish closes every connection still open (end of input).
-func (p *Pipeline) Finish(t time.Time) {
+func (p *Pipeline) seen(t time.Time) {
+	if t.After(p.last) {
+		p.last = t
+	}
+}
+
+// Finish closes every connection still open (end of input), at the time of
+// the last packet seen.
+func (p *Pipeline) Finish() {
+	t := p.last
 	flows := make([]*capture.Flow, 0, len(p.conns))
 	for f := range p.conns {
 		flows = append(flows, f)

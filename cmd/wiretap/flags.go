@@ -19,6 +19,7 @@ type decodeFlags struct {
 	decodeAs    []string
 	showSecrets bool
 	timestamps  bool
+	libpq15     bool
 
 	maxFrame        int
 	maxBuffered     int
@@ -35,6 +36,7 @@ func (f *decodeFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.decodeAs, "decode-as", nil, "decode `PORT=PROTO` (amqp0-9-1, amqp1.0, pgsql); repeatable")
 	fs.BoolVar(&f.showSecrets, "show-secrets", false, "show passwords and SASL exchanges instead of redacting them")
 	fs.BoolVar(&f.timestamps, "timestamps", false, "pqtrace: add libpq's timestamp column")
+	fs.BoolVar(&f.libpq15, "libpq15", false, "pqtrace: reproduce libpq 15's known mistakes (CopyData lines) byte for byte")
 	fs.IntVar(&f.maxFrame, "max-frame", decode.DefaultMaxFrame, "largest frame or message accepted, in bytes")
 	fs.IntVar(&f.maxBuffered, "max-buffered", decode.DefaultMaxBuffered, "bytes buffered per direction while waiting for a unit")
 	fs.IntVar(&f.maxMessage, "max-message", decode.DefaultMaxMessage, "largest reassembled message kept, in bytes")

@@ -17,6 +17,11 @@ type unitWriter interface {
 	Flush() error
 }
 
+// pqWriter adapts the libpq trace printer to unitWriter.
+type pqWriter struct{ *pqtrace.Printer }
+
+func (w pqWriter) Unit(u *decode.Unit) error { return w.Print(u) }
+
 // printer is the headless sink: it selects units (--conn, --filter) and
 // writes them in the chosen format.
 type printer struct {
@@ -40,7 +45,7 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	case "json":
 		p.w = output.NewJSON(out, output.JSONOptions{Raw: f.raw})
 	case "pqtrace":
-		p.w = pqtrace.NewWriter(out, pqtrace.Options{Timestamps: f.timestamps})
+		p.w = pqWriter{pqtrace.New(out, pqtrace.Options{Timestamps: f.timestamps, Libpq15: f.libpq15})}
 	default:
 		p.text = output.NewText(out)
 		p.w = p.text

@@ -54,7 +54,7 @@ func runRead(path string, f *decodeFlags) error {
 			return inputErr(err)
 		}
 	}
-	pl.Finish(stats.Last)
+	pl.Finish()
 	if err := pr.finish(pl); err != nil {
 		return inputErr(fmt.Errorf("writing output: %w", err))
 	}

@@ -89,6 +89,7 @@ func TestGoAMQPLive(t *testing.T) {
 		}
 	}
 	send.Close()
+	t.Logf("%s done", "send.Close()")
 	recv, err := amqp.Dial(ctx, "amqp://"+r.addr(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +110,11 @@ func TestGoAMQPLive(t *testing.T) {
 		receiver.AcceptMessage(ctx, m)
 	}
 	receiver.Close(ctx)
+	t.Logf("%s done", "receiver.Close(ctx)")
 	recv.Close()
+	t.Logf("%s done", "recv.Close()")
 	recs := r.close()
+	t.Logf("%s done", "recs := r.close()")
 	if len(recs) != 2 {
 		t.Fatalf("%d connections recorded", len(recs))
 	}

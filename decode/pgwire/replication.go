@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,7 +26,7 @@ func PgTime(us int64) time.Time { return pgEpoch.Add(time.Duration(us) * time.Mi
 type LSN uint64
 
 func (l LSN) String() string {
-	return strconv.FormatUint(uint64(l)>>32, 16) + "/" + strconv.FormatUint(uint64(l)&0xffffffff, 16)
+	return strings.ToUpper(strconv.FormatUint(uint64(l)>>32, 16) + "/" + strconv.FormatUint(uint64(l)&0xffffffff, 16))
 }
 
 // XLogData carries WAL data ('w').

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/live"
+)
+
+func init() { extraCommands = append(extraCommands, newCaptureCmd) }
+
+func newCaptureCmd() *cobra.Command {
+	var (
+		f        decodeFlags
+		iface    string
+		bpf      string
+		writeTo  string
+		engine   string
+		headless bool
+	)
+	cmd := &cobra.Command{
+		Use:   "capture -i IFACE [-f BPF] [-w OUT.pcapng] [--headless]",
+		Short: "Capture live traffic from an interface and decode it",
+		Long: `capture listens on an interface (root or CAP_NET_RAW needed) and decodes
+AMQP and PostgreSQL traffic as it passes: in the TUI, or printed like
+'read' with --headless. -f takes a libpcap capture filter; -w records the
+packets to a pcapng file as they are captured.`,
+		Example: `  sudo wiretap capture -i lo -f 'tcp port 5672'
+  sudo wiretap capture -i any -f 'tcp port 5432' --headless --format pqtrace`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if iface == "" {
+				return usageErr("capture: -i IFACE is required")
+			}
+			if err := f.check(); err != nil {
+				return err
+			}
+			src := func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error {
+				_, err := live.Run(ctx, &live.Config{
+					Interface: iface, Filter: bpf, Engine: engine,
+					Options: &capture.Options{Tap: tap},
+				}, h)
+				return err
+			}
+			return liveRun(&f, headless, "capture "+iface, writeTo, false, src)
+		},
+	}
+	cmd.Flags().StringVarP(&iface, "interface", "i", "", "interface to capture on (\"any\" for all)")
+	cmd.Flags().StringVarP(&bpf, "filter-capture", "f", "", "libpcap capture filter, e.g. 'tcp port 5672'")
+	cmd.Flags().StringVarP(&writeTo, "write", "w", "", "also write the captured packets to this pcapng file")
+	cmd.Flags().StringVar(&engine, "engine", live.EngineAuto, "capture engine: auto, dumpcap or afpacket")
+	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/pcapng"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/pipeline"
+)
+
+// tee passes every call to several handlers in turn.
+type tee []capture.Handler
+
+func (t tee) Data(f *capture.Flow, fromA bool, data []byte, tm time.Time) {
+	for _, h := range t {
+		h.Data(f, fromA, data, tm)
+	}
+}
+
+func (t tee) Gap(f *capture.Flow, fromA bool, n int, tm time.Time) {
+	for _, h := range t {
+		h.Gap(f, fromA, n, tm)
+	}
+}
+
+func (t tee) Close(f *capture.Flow, tm time.Time) {
+	for _, h := range t {
+		h.Close(f, tm)
+	}
+}
+
+// liveSource starts a source of bytes that runs until ctx is done. tap, when
+// not nil, receives every packet record (sources that have packets).
+type liveSource func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error
+
+// liveRun runs src into a pipeline, headless or under the TUI. writeTo names
+// a pcapng file to record to: packets as captured when the source has
+// them (synthesised=false), else TCP packets synthesised from the streams.
+func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised bool, src liveSource) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var (
+		rec      *pcapng.Writer
+		recFile  *os.File
+		recBuf   *bufio.Writer
+		tap      func(*capture.Packet)
+		handlers tee
+	)
+	if writeTo != "" {
+		fh, err := os.Create(writeTo)
+		if err != nil {
+			return inputErr(err)
+		}
+		recFile = fh
+		recBuf = bufio.NewWriterSize(fh, 256<<10)
+		rec = pcapng.NewWriter(recBuf)
+		if synthesised {
+			handlers = append(handlers, pcapng.NewSynth(rec))
+		} else {
+			tap = func(p *capture.Packet) {
+				if err := rec.WritePacket(p); err != nil {
+					fmt.Fprintln(os.Stderr, "wiretap: writing", writeTo+":", err)
+				}
+			}
+		}
+		defer func() {
+			rec.Close()
+			recBuf.Flush()
+			recFile.Close()
+		}()
+	}
+	decodeAs, _ := f.decodeAsMap()
+	if headless {
+		out := bufio.NewWriterSize(os.Stdout, 64<<10)
+		defer out.Flush()
+		pr, err := newPrinter(f, out)
+		if err != nil {
+			return err
+		}
+		// A live source prints as it goes: flush after every unit batch.
+		sink := func(u *decode.Unit) {
+			pr.Unit(u)
+			pr.w.Flush()
+			out.Flush()
+		}
+		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
+		h := append(tee{pl}, handlers...)
+		err = src(ctx, capture.NewSerial(h), tap)
+		pl.Finish()
+		if ferr := pr.finish(pl); ferr != nil && err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return inputErr(err)
+		}
+		return nil
+	}
+	return runTUI(ctx, f, title, true, decodeAs, func(ctx context.Context, h capture.Handler) error {
+		return src(ctx, capture.NewSerial(append(tee{h}, handlers...)), tap)
+	}, nil)
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/pcapng"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/pipeline"
+	"github.com/wiretap-dev/wiretap/tui"
+)
+
+// batcher collects units from the pipeline and hands them to the TUI in
+// batches: a full batch at once, a partial one after a short delay, so a
+// live source shows up promptly and a file streams in without one channel
+// send per unit.
+type batcher struct {
+	mu    sync.Mutex
+	cur   []*decode.Unit
+	out   chan []*decode.Unit
+	timer *time.Timer
+}
+
+const (
+	batchSize  = 4096
+	batchDelay = 30 * time.Millisecond
+)
+
+func newBatcher() *batcher {
+	b := &batcher{out: make(chan []*decode.Unit, 64)}
+	b.timer = time.AfterFunc(time.Hour, b.flushTimer)
+	b.timer.Stop()
+	return b
+}
+
+func (b *batcher) add(u *decode.Unit) {
+	b.mu.Lock()
+	b.cur = append(b.cur, u)
+	var full []*decode.Unit
+	if len(b.cur) >= batchSize {
+		full, b.cur = b.cur, make([]*decode.Unit, 0, batchSize)
+	} else if len(b.cur) == 1 {
+		b.timer.Reset(batchDelay)
+	}
+	b.mu.Unlock()
+	if full != nil {
+		b.out <- full
+	}
+}
+
+func (b *batcher) flushTimer() {
+	b.mu.Lock()
+	full := b.cur
+	b.cur = nil
+	b.mu.Unlock()
+	if len(full) > 0 {
+		b.out <- full
+	}
+}
+
+// close sends what is left and closes the channel.
+func (b *batcher) close() {
+	b.timer.Stop()
+	b.flushTimer()
+	close(b.out)
+}
+
+// runTUI runs src into a pipeline whose units feed the TUI. progress, when
+// set, reports how much of a file has been read.
+func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decodeAs map[uint16]decode.Proto,
+	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := newBatcher()
+	errs := make(chan error, 16)
+	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: b.add})
+	go func() {
+		defer b.close()
+		err := src(ctx, pl)
+		pl.Finish()
+		if err != nil && ctx.Err() == nil {
+			errs <- err
+		}
+	}()
+	return tui.Run(ctx, tui.Options{
+		Title:        title,
+		Live:         live,
+		Units:        b.out,
+		Progress:     progress,
+		Err:          errs,
+		ExportPcapng: exportPcapng,
+		ShowSecrets:  f.showSecrets,
+	})
+}
+
+// exportPcapng writes units as a capture of synthesised TCP packets: the
+// bytes of each connection's units, in order, with a handshake and FIN.
+func exportPcapng(w io.Writer, units []*decode.Unit) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	pw := pcapng.NewWriter(bw)
+	syn := pcapng.NewSynth(pw)
+	flows := map[*decode.Conn]*capture.Flow{}
+	var order []*capture.Flow
+	for _, u := range units {
+		if u.Conn == nil || u.Parent != nil || len(u.Raw) == 0 {
+			continue
+		}
+		fl := flows[u.Conn]
+		if fl == nil {
+			fl = &capture.Flow{ID: len(flows) + 1, A: u.Conn.Client, B: u.Conn.Server, SYN: true, First: u.Time}
+			flows[u.Conn] = fl
+			order = append(order, fl)
+		}
+		syn.Data(fl, u.Dir == decode.DirF, u.Raw, u.Time)
+	}
+	var last time.Time
+	if len(units) > 0 {
+		last = units[len(units)-1].Time
+	}
+	for _, fl := range order {
+		syn.Close(fl, last)
+	}
+	if err := syn.Err(); err != nil {
+		return err
+	}
+	if err := pw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// fileProgress tracks a file being read for the TUI's progress bar.
+type fileProgress struct{ done, total atomic.Int64 }
+
+func (p *fileProgress) set(read, total int64) { p.done.Store(read); p.total.Store(total) }
+func (p *fileProgress) get() (int64, int64)   { return p.done.Load(), p.total.Load() }

@@ -1,0 +1,153 @@
+package pgwire_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/pgwire"
+	"github.com/wiretap-dev/wiretap/decode/pgwire/compsim"
+	"github.com/wiretap-dev/wiretap/decode/pgwire/pqtrace"
+)
+
+// exercise feeds data to one direction in two pieces, builds every unit's
+// field tree and trace line, and checks the invariants every unit keeps.
+func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
+	opt := decode.DefaultOptions()
+	opt.MaxFrame = 1 << 20
+	opt.MaxBuffered = 1 << 18
+	opt.MaxDecompressed = 1 << 22
+	conn := &decode.Conn{ID: 1}
+	var units []*decode.Unit
+	d := pgwire.New(conn, opt, func(u *decode.Unit) { units = append(units, u) })
+	now := time.Unix(0, 0)
+	if len(prefix) > 0 {
+		d.Feed(decode.DirF, prefix, now)
+	}
+	if split < 0 || split > len(data) {
+		split = len(data) / 2
+	}
+	d.Feed(dir, data[:split], now)
+	d.Gap(dir.Other(), 3, now)
+	d.Feed(dir, data[split:], now)
+	d.End(decode.DirF, now)
+	d.End(decode.DirB, now)
+	var line []byte
+	for _, u := range units {
+		if u.Len < len(u.Raw) {
+			t.Fatalf("unit %s: Len %d < len(Raw) %d", u.Type, u.Len, len(u.Raw))
+		}
+		decode.Walk(u.Fields(), func(f *decode.Field) bool {
+			if f.Length > 0 && (f.Offset < 0 || f.Offset+f.Length > len(u.Raw)) {
+				t.Fatalf("unit %s field %s: range %d+%d outside %d bytes", u.Type, f.Key, f.Offset, f.Length, len(u.Raw))
+			}
+			return true
+		})
+		line = pqtrace.AppendUnit(line[:0], u, pqtrace.Options{})
+		line = pqtrace.AppendUnit(line[:0], u, pqtrace.Options{Libpq15: true})
+	}
+}
+
+var startupSeed = startup("user", "fuzz", "database", "db")
+
+func backendSeeds() [][]byte {
+	msgs := backendSession(1, 6)
+	var seeds [][]byte
+	seeds = append(seeds, concat(msgs))
+	for _, cfg := range []compsim.Config{
+		{Algorithm: pgwire.CompressionZstd, MessagesPer: 2},
+		{Algorithm: pgwire.CompressionLZ4, MessagesPer: 0, TxFrame: true},
+	} {
+		s, _ := compsim.EncodeStream(msgs[:40], cfg)
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
+
+func FuzzBackend(f *testing.F) {
+	for _, s := range backendSeeds() {
+		f.Add(s, 100)
+	}
+	f.Add([]byte("N"), 0)
+	f.Add([]byte{'Z', 0, 0, 0, 5, 'I', 'D', 0x7f, 0xff, 0xff, 0xff}, 3)
+	f.Fuzz(func(t *testing.T, data []byte, split int) {
+		exercise(t, decode.DirB, startupSeed, data, split)
+	})
+}
+
+func FuzzFrontend(f *testing.F) {
+	var s []byte
+	s = append(s, startupSeed...)
+	s = pgwire.AppendMessage(s, 'Q', []byte("SELECT 1\x00"))
+	s = (&pgwire.Bind{Portal: []byte("p"), Statement: []byte("s"), ParamFormats: []int16{0}, Params: [][]byte{[]byte("1"), nil}, ResultFormats: []int16{1}}).Encode(s)
+	s = pgwire.AppendMessage(s, 'X', nil)
+	f.Add(s, 9)
+	f.Add(append(sslRequest(80877103), 0x16, 3, 1, 0, 5), 8)
+	f.Add((&pgwire.CancelRequest{ProcessID: 1, SecretKey: []byte{1, 2, 3, 4}}).Encode(nil), 4)
+	f.Fuzz(func(t *testing.T, data []byte, split int) {
+		exercise(t, decode.DirF, nil, data, split)
+	})
+}
+
+// FuzzCompressed fuzzes the payloads of CompressedMessages: the
+// decompressors and the inner message cutter.
+func FuzzCompressed(f *testing.F) {
+	msgs := backendSession(2, 4)
+	for _, cfg := range []compsim.Config{
+		{Algorithm: pgwire.CompressionZstd, MessagesPer: 3},
+		{Algorithm: pgwire.CompressionLZ4, MessagesPer: 1},
+	} {
+		s, _ := compsim.EncodeStream(msgs[:30], cfg)
+		off := 0
+		for off+5 <= len(s) {
+			typ, l, _ := pgwire.ReadHeader(s[off:])
+			if typ == 'z' {
+				var m pgwire.CompressedMessages
+				if m.Decode(s[off+5:off+1+int(l)]) == nil {
+					f.Add(m.Algorithm, m.Data, m.Data)
+				}
+			}
+			off += 1 + int(l)
+		}
+	}
+	f.Fuzz(func(t *testing.T, alg byte, p1, p2 []byte) {
+		var s []byte
+		s = (&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(s)
+		s = (&pgwire.CompressedMessages{Algorithm: alg%4 | 2, Types: []byte("D"), Data: p1}).Encode(s)
+		s = (&pgwire.CompressedMessages{Algorithm: alg%4 | 2, Data: p2}).Encode(s)
+		s = (&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(s)
+		exercise(t, decode.DirB, startupSeed, s, -1)
+	})
+}
+
+// FuzzMessages fuzzes the typed decoders directly.
+func FuzzMessages(f *testing.F) {
+	f.Add([]byte{0, 2, 0, 0, 0, 1, 'a', 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte("S\x00ERROR\x00C\x0042P01\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var dr pgwire.DataRow
+		if dr.Decode(b) == nil {
+			if got := dr.Encode(nil); string(got[5:]) != string(b) {
+				t.Fatalf("DataRow round trip: %x != %x", got[5:], b)
+			}
+		}
+		var rd pgwire.RowDescription
+		_ = rd.Decode(b)
+		var er pgwire.ErrorResponse
+		if er.Decode(b) == nil {
+			if got := er.Encode(nil, 'E'); string(got[5:]) != string(b) {
+				t.Fatalf("ErrorResponse round trip: %x != %x", got[5:], b)
+			}
+		}
+		var bd pgwire.Bind
+		if bd.Decode(b) == nil {
+			if got := bd.Encode(nil); string(got[5:]) != string(b) {
+				t.Fatalf("Bind round trip: %x != %x", got[5:], b)
+			}
+		}
+		var sm pgwire.StartupMessage
+		_ = sm.Decode(b)
+		var cm pgwire.CompressedMessages
+		_ = cm.Decode(b)
+	})
+}
