@@ -1,6 +1,7 @@
 package capture_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
 )
@@ -126,27 +128,43 @@ func TestRealCaptures(t *testing.T) {
 			defer ln.Close()
 			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 			ctx, cancel := context.WithCancel(context.Background())
-			cmd := exec.CommandContext(ctx, dumpcap, "-i", iface, "-f", "tcp port "+port, "-w", ng)
+			cmd := exec.CommandContext(ctx, dumpcap, "-q", "-i", iface, "-f", "tcp port "+port, "-w", "-")
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-			stderr, _ := cmd.StderrPipe()
+			cmd.WaitDelay = 10 * time.Second
+			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			// dumpcap says "Capturing on ..." once it captures.
-			buf := make([]byte, 256)
-			for seen := ""; !strings.Contains(seen, "Capturing on"); {
-				n, err := stderr.Read(buf)
-				if err != nil {
-					t.Fatalf("dumpcap: %v: %s", err, seen)
-				}
-				seen += string(buf[:n])
+			// dumpcap writes the section header once it captures.
+			br := bufio.NewReader(out)
+			if _, err := br.Peek(4); err != nil {
+				t.Fatalf("dumpcap did not start: %v", err)
 			}
-			go io.Copy(io.Discard, stderr)
+			f, err := os.Create(ng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Read the capture as it is written, to know when the kernel has
+			// handed over the last packets (with -i any it delivers them in
+			// blocks, which dumpcap drops when stopped early).
+			closes := &closeCounter{closed: make(chan struct{}, 10)}
+			copied := make(chan error)
+			go func() {
+				_, err := capture.Read(io.TeeReader(br, f), "dumpcap", closes, nil)
+				copied <- err
+			}()
 			for i := range 3 {
-				talk(t, ln, strings.Repeat("request ", 1+i*2000), strings.Repeat("reply ", 1+i*5000))
+				talk(t, ln, strings.Repeat("request ", 1+i*300), strings.Repeat("reply ", 1+i*800))
+			}
+			for range 3 {
+				<-closes.closed
 			}
 			cancel()
+			if err := <-copied; err != nil {
+				t.Fatal(err)
+			}
 			cmd.Wait()
+			f.Close()
 
 			pcap := filepath.Join(dir, iface+".pcap")
 			if out, err := exec.Command(editcap, "-F", "pcap", ng, pcap).CombinedOutput(); err != nil {
@@ -229,3 +247,10 @@ func TestTestdataCaptures(t *testing.T) {
 		})
 	}
 }
+
+// closeCounter signals every flow that closes with its FINs seen.
+type closeCounter struct{ closed chan struct{} }
+
+func (c *closeCounter) Data(*capture.Flow, bool, []byte, time.Time) {}
+func (c *closeCounter) Gap(*capture.Flow, bool, int, time.Time)     {}
+func (c *closeCounter) Close(*capture.Flow, time.Time)              { c.closed <- struct{}{} }

@@ -26,7 +26,7 @@ type driver struct {
 
 func newDriver(t testing.TB, opt Options, w, h int) *driver {
 	m := New(opt)
-	m.noTick = true
+	m.driven = true
 	d := &driver{t: t, m: m}
 	d.send(tea.WindowSizeMsg{Width: w, Height: h})
 	return d

@@ -93,7 +93,7 @@ func waitErr(ch <-chan error) tea.Cmd {
 // tick refreshes progress indicators while something is in progress.
 func (m *Model) tick() tea.Cmd {
 	busy := (!m.done && m.opt.Units != nil) || m.flt.running || m.search.running
-	if !busy || m.ticking || m.noTick {
+	if !busy || m.ticking || m.driven {
 		return nil
 	}
 	m.ticking = true
@@ -107,7 +107,7 @@ func (m *Model) ingest(msg unitsMsg) tea.Cmd {
 	var cmds []tea.Cmd
 	if msg.closed {
 		m.done = true
-	} else {
+	} else if !m.driven {
 		cmds = append(cmds, waitUnits(m.opt.Units))
 	}
 	if m.flt.match != nil && !m.flt.running {
@@ -193,26 +193,31 @@ func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
 		m.rebase()
 		return nil
 	}
-	return tea.Batch(m.scan(0), m.tick())
+	return tea.Batch(m.scan(0, firstScreen), m.tick())
 }
 
-// scan starts a background run over units [from, Len()).
-func (m *Model) scan(from int32) tea.Cmd {
+// firstScreen is how many matches the first run of a new filter looks for
+// before it reports, so the list shows them while the rest is scanned.
+const firstScreen = 256
+
+// scan starts a background run over units [from, Len()), stopping early
+// after limit matches when limit > 0.
+func (m *Model) scan(from int32, limit int) tea.Cmd {
 	f := &m.flt
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.running = cancel, true
 	f.progress = new(atomic.Int64)
 	units := m.st.Snapshot()
 	var within []int32
-	f.total = int64(len(units) - int(from))
+	f.total = int64(len(units))
 	if m.connSel >= 0 {
 		within = m.st.ConnUnits(m.connSel)
 		f.total = int64(len(within))
 	}
 	gen, match, progress := f.gen, f.match, f.progress
 	return func() tea.Msg {
-		rows, err := store.Scan(ctx, units, within, from, match, progress)
-		return filterDoneMsg{gen: gen, from: from, upto: int32(len(units)), rows: rows, err: err}
+		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, progress)
+		return filterDoneMsg{gen: gen, from: from, upto: upto, rows: rows, err: err}
 	}
 }
 
@@ -244,7 +249,7 @@ func (m *Model) catchUp() tea.Cmd {
 		return nil
 	}
 	if n-f.upto > syncCatchUp {
-		return m.scan(f.upto)
+		return m.scan(f.upto, 0)
 	}
 	var conn *decode.Conn
 	if m.connSel >= 0 {

@@ -83,7 +83,7 @@ type Model struct {
 	count   int    // numeric prefix (vim's count)
 	started time.Time
 	ticking bool
-	noTick  bool // tests drive the model without timers
+	driven  bool // tests deliver units and skip timers
 }
 
 // New builds the model; Init starts reading opt.Units.

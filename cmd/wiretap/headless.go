@@ -88,14 +88,13 @@ func (p *printer) finish(pl *pipeline.Pipeline) error {
 			p.text.Line("")
 			p.text.Line("# Connections")
 			for _, l := range lines {
-				p.text.Line(l)
+				p.text.Line("#" + l)
 			}
 		}
 		if sum := pl.Immutability().Summary(); len(sum) > 0 {
 			p.text.Line("")
-			p.text.Line("# AMQP 1.0 bare-message immutability")
 			for _, l := range sum {
-				p.text.Line("  " + l)
+				p.text.Line("# " + l)
 			}
 		}
 	}

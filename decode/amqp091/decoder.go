@@ -5,20 +5,21 @@ import (
 	"encoding/binary"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
-// Unit types this decoder emits besides "class.method".
+// Unit types this decoder emits besides "class.method" (Unit.Type).
 const (
-	TypeProtocolHeader = "protocol-header"
-	TypeContentHeader  = "content-header"
-	TypeContentBody    = "content-body"
-	TypeHeartbeat      = "heartbeat"
-	// TypeMalformed is bytes that are not a frame: garbage, or a frame whose
+	UnitProtocolHeader = "protocol-header"
+	UnitContentHeader  = "content-header"
+	UnitContentBody    = "content-body"
+	UnitHeartbeat      = "heartbeat"
+	// UnitMalformed is bytes that are not a frame: garbage, or a frame whose
 	// header is impossible. Its unit's Err says why; decoding resumes at the
 	// next frame boundary that can be trusted.
-	TypeMalformed = "malformed"
+	UnitMalformed = "malformed"
 )
 
 const (
@@ -64,6 +65,11 @@ type Decoder struct {
 	// known or when unlimited.
 	frameMax int
 	scratch  []byte
+	// inflight is the body bytes copied for messages not yet complete, on
+	// all channels: bounded by Options.MaxMessage.
+	inflight int
+	units    []decode.Unit // unit slab
+	raw      []byte        // byte slab
 }
 
 type direction struct {
@@ -127,7 +133,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	ds.synced, ds.afterGap = false, true
 	// Messages in flight in this direction lost bytes.
 	for ch := range ds.msgs {
-		delete(ds.msgs, ch)
+		d.drop(ds, ch)
 	}
 }
 
@@ -141,9 +147,9 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 	if len(rest) > 0 {
 		if ds.synced {
 			u := d.unit(dir, ds.s.Pos+int64(n), rest, t)
-			u.Type = TypeMalformed
+			u.Type, u.Dissect = UnitMalformed, dissectMalformed
 			if h, ok := PeekFrameHead(rest); ok && h.Type.Valid() {
-				u.Type = unitType(h.Type)
+				u.Type, u.Dissect = unitType(h.Type), dissectFrame
 				u.Channel, u.HasChannel = h.Channel, true
 				if h.Type == FrameMethod && len(rest) >= FrameHeaderSize+4 {
 					if info := LookupMethod(binary.BigEndian.Uint16(rest[7:]), binary.BigEndian.Uint16(rest[9:])); info != nil {
@@ -161,14 +167,22 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 	ds.s.Keep(len(buf), nil)
 }
 
+// dissectMalformed shows the bytes kept of what could not be decoded.
+func dissectMalformed(u *decode.Unit) []*decode.Field {
+	if len(u.Raw) == 0 {
+		return nil
+	}
+	return []*decode.Field{{Key: "data", Value: append([]byte(nil), u.Raw...), Encoding: "bytes", Offset: 0, Length: len(u.Raw)}}
+}
+
 func unitType(t FrameType) string {
 	switch t {
 	case FrameHeader:
-		return TypeContentHeader
+		return UnitContentHeader
 	case FrameBody:
-		return TypeContentBody
+		return UnitContentBody
 	case FrameHeartbeat:
-		return TypeHeartbeat
+		return UnitHeartbeat
 	}
 	return "method"
 }
@@ -277,7 +291,7 @@ func (d *Decoder) flushJunk(dir decode.Dir) {
 	if j.n == 0 {
 		return
 	}
-	u := &decode.Unit{Conn: d.conn, Dir: dir, Time: j.time, Proto: decode.ProtoAMQP091, Type: TypeMalformed,
+	u := &decode.Unit{Conn: d.conn, Dir: dir, Time: j.time, Proto: decode.ProtoAMQP091, Type: UnitMalformed,
 		Offset: j.off, Len: j.n, Raw: j.raw}
 	why := j.why
 	if why == "" {
@@ -285,8 +299,8 @@ func (d *Decoder) flushJunk(dir decode.Dir) {
 	}
 	u.Err = "amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + " to the next frame boundary"
 	u.Summary = "Malformed: " + why
+	u.Dissect = dissectMalformed
 	*j = junk{}
-	d.count(u)
 	d.emit(u)
 }
 
@@ -368,27 +382,53 @@ func (d *Decoder) resync(b []byte, atEnd bool) (int, bool) {
 	return len(b), false
 }
 
+// Units and their bytes are carved from slabs: one allocation serves many
+// small frames. A slab lives as long as any unit carved from it.
+const (
+	unitSlab  = 64
+	rawSlab   = 64 << 10
+	rawCarved = 2 << 10 // larger frames get bytes of their own
+)
+
 func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *decode.Unit {
-	return &decode.Unit{Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoAMQP091,
-		Offset: pos, Len: len(raw), Raw: append([]byte(nil), raw...)}
+	if len(d.units) == 0 {
+		d.units = make([]decode.Unit, unitSlab)
+	}
+	u := &d.units[0]
+	d.units = d.units[1:]
+	*u = decode.Unit{Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoAMQP091,
+		Offset: pos, Len: len(raw), Raw: d.carve(raw)}
+	return u
 }
 
-func (d *Decoder) count(u *decode.Unit) {
-	if d.conn == nil {
-		return
+// text returns the summary in s as a string carved from the byte slab; s
+// becomes the scratch buffer for the next one.
+func (d *Decoder) text(s []byte) string {
+	d.scratch = s
+	if len(s) > rawCarved {
+		return string(s)
 	}
-	d.conn.Units[u.Dir&1]++
-	d.conn.Bytes[u.Dir&1] += int64(u.Len)
-	if u.Err != "" {
-		d.conn.Errors++
-	} else if len(u.Warnings) > 0 {
-		d.conn.Warnings++
+	b := d.carve(s)
+	// The carved bytes are never written again: the string is immutable.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// carve returns a copy of b that the unit owns.
+func (d *Decoder) carve(b []byte) []byte {
+	if len(b) > rawCarved {
+		return append([]byte(nil), b...)
 	}
+	if cap(d.raw)-len(d.raw) < len(b) {
+		d.raw = make([]byte, 0, rawSlab)
+	}
+	n := len(d.raw)
+	d.raw = append(d.raw, b...)
+	return d.raw[n:len(d.raw):len(d.raw)]
 }
 
 func (d *Decoder) emitProtocolHeader(dir decode.Dir, pos int64, raw []byte, t time.Time) {
 	u := d.unit(dir, pos, raw, t)
-	u.Type = TypeProtocolHeader
+	u.Type = UnitProtocolHeader
 	s := append(d.scratch[:0], "Protocol-Header AMQP "...)
 	if raw[4] == 0 {
 		s = strconv.AppendUint(s, uint64(raw[5]), 10)
@@ -404,13 +444,11 @@ func (d *Decoder) emitProtocolHeader(dir decode.Dir, pos int64, raw []byte, t ti
 			s = strconv.AppendUint(s, uint64(raw[i]), 10)
 		}
 	}
-	u.Summary = string(s)
-	d.scratch = s
+	u.Summary = d.text(s)
 	if string(raw) != ProtocolHeader && dir == decode.DirF {
 		u.Warn("protocol header is not AMQP 0-9-1")
 	}
 	u.Dissect = dissectProtocolHeader
-	d.count(u)
 	d.emit(u)
 }
 
@@ -441,7 +479,7 @@ func (d *Decoder) emitFrame(dir decode.Dir, pos int64, raw []byte, h FrameHead, 
 	case FrameBody:
 		d.bodyFrame(dir, u, payload)
 	case FrameHeartbeat:
-		u.Type, u.Summary = TypeHeartbeat, "Heartbeat"
+		u.Type, u.Summary = UnitHeartbeat, "Heartbeat"
 		if h.Channel != 0 {
 			u.Warn("heartbeat on channel " + strconv.Itoa(int(h.Channel)) + ", not 0")
 		}
@@ -449,7 +487,6 @@ func (d *Decoder) emitFrame(dir decode.Dir, pos int64, raw []byte, h FrameHead, 
 			u.Warn("heartbeat with a payload")
 		}
 	}
-	d.count(u)
 	d.emit(u)
 }
 
@@ -490,7 +527,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		}
 	case *ChannelClose, *ChannelCloseOk:
 		for i := range d.dirs {
-			delete(d.dirs[i].msgs, u.Channel)
+			d.drop(&d.dirs[i], u.Channel)
 		}
 	}
 	if err == nil && info.Content {
@@ -499,11 +536,11 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		}
 		if old := ds.msgs[u.Channel]; old != nil {
 			u.Warn("previous message on this channel was incomplete")
+			d.drop(ds, u.Channel)
 		}
 		ds.msgs[u.Channel] = &assembly{method: p}
 	}
-	u.Summary = string(s)
-	d.scratch = s
+	u.Summary = d.text(s)
 }
 
 // appendPeer appends the product and version a peer announced.
@@ -600,16 +637,14 @@ func argRange(info *MethodInfo, args []byte, name string) (off, n int, ok bool) 
 
 func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	ds := &d.dirs[dir]
-	u.Type = TypeContentHeader
-	err := ds.hdr.DecodeFromBytes(p)
-	s := appendHeaderSummary(d.scratch[:0], &ds.hdr)
-	u.Summary = string(s)
-	d.scratch = s
-	if err != nil {
+	u.Type = UnitContentHeader
+	if err := ds.hdr.DecodeFromBytes(p); err != nil {
+		u.Summary = "Content-Header"
 		u.Err = err.Error()
-		delete(ds.msgs, u.Channel)
+		d.drop(ds, u.Channel)
 		return
 	}
+	u.Summary = d.text(appendHeaderSummary(d.scratch[:0], &ds.hdr))
 	a := ds.msgs[u.Channel]
 	if a == nil {
 		u.Warn("content header without a method that carries content")
@@ -627,7 +662,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 
 func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	ds := &d.dirs[dir]
-	u.Type = TypeContentBody
+	u.Type = UnitContentBody
 	s := append(d.scratch[:0], "Content-Body len="...)
 	s = strconv.AppendInt(s, int64(len(p)), 10)
 	a := ds.msgs[u.Channel]
@@ -639,7 +674,8 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		a.frames++
 		if a.frames == 1 && a.got >= a.bodySize {
 			a.body = p // the whole body is in this unit: share its bytes
-		} else if room := d.opt.MaxMessage - len(a.body); room > 0 {
+		} else if room := min(d.opt.MaxMessage-len(a.body), d.opt.MaxMessage-d.inflight); room > 0 {
+			d.inflight += min(room, len(p))
 			a.body = append(a.body, p[:min(room, len(p))]...)
 			a.cut = a.cut || room < len(p)
 		} else if len(p) > 0 {
@@ -660,13 +696,22 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			d.complete(dir, u, a)
 		}
 	}
-	u.Summary = string(s)
-	d.scratch = s
+	u.Summary = d.text(s)
+}
+
+// drop forgets the message in flight on channel ch.
+func (d *Decoder) drop(ds *direction, ch uint16) {
+	if a := ds.msgs[ch]; a != nil {
+		if a.frames > 1 || a.got < a.bodySize {
+			d.inflight -= len(a.body) // a copy, counted when appended
+		}
+		delete(ds.msgs, ch)
+	}
 }
 
 // complete attaches the assembled message to u, the unit that completes it.
 func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
-	delete(d.dirs[dir].msgs, u.Channel)
+	d.drop(&d.dirs[dir], u.Channel)
 	if a.cut {
 		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
 	}

@@ -353,7 +353,7 @@ func TestDecoderAbsurdLength(t *testing.T) {
 	d, r := newTestDecoder(nil)
 	d.Feed(decode.DirF, []byte{3, 0, 1, 0xff, 0xff, 0xff, 0xf0, 'x'}, t0)
 	d.End(decode.DirF, t0)
-	if len(r.units) != 1 || r.units[0].Type != TypeMalformed || !strings.Contains(r.units[0].Err, "exceeds the limit") {
+	if len(r.units) != 1 || r.units[0].Type != UnitMalformed || !strings.Contains(r.units[0].Err, "exceeds the limit") {
 		t.Fatalf("%v %+v", r.types(), r.units)
 	}
 	// The negotiated frame-max is a limit too.
@@ -403,7 +403,7 @@ func checkResynced(t *testing.T, where string, cut int, stream []byte, r *record
 	t.Helper()
 	resumed := false
 	for _, u := range r.units {
-		if u.Err != "" || u.Type == TypeMalformed {
+		if u.Err != "" || u.Type == UnitMalformed {
 			t.Errorf("%s gap at %d: %s unit at %d: %s", where, cut, u.Type, u.Offset, u.Err)
 			return
 		}
@@ -441,5 +441,63 @@ func TestDecoderGapDropsMessage(t *testing.T) {
 	last := r.units[len(r.units)-1]
 	if f := decode.Find(last.Fields(), "amqp.message.body"); f == nil || f.Value != "bee" {
 		t.Fatalf("second message not assembled: %+v", f)
+	}
+}
+
+// Messages on different channels interleave frame by frame; each is
+// assembled on its own, and the bytes kept for all of them are bounded.
+func TestDecoderInterleavedChannels(t *testing.T) {
+	split := func(ch uint16, body []byte) [][]byte {
+		var frames [][]byte
+		b := AppendMessage(nil, ch, &BasicPublish{RoutingKey: []byte{byte('0' + ch)}}, nil, body, 512)
+		for len(b) > 0 {
+			_, n, err := ParseFrame(b, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames = append(frames, b[:n])
+			b = b[n:]
+		}
+		return frames
+	}
+	one, two := bytes.Repeat([]byte("1"), 3000), bytes.Repeat([]byte("2"), 2000)
+	f1, f2 := split(1, one), split(2, two)
+	var stream []byte
+	for i := 0; i < max(len(f1), len(f2)); i++ {
+		if i < len(f1) {
+			stream = append(stream, f1[i]...)
+		}
+		if i < len(f2) {
+			stream = append(stream, f2[i]...)
+		}
+	}
+	for _, limit := range []int{1 << 20, 2500} {
+		opt := decode.DefaultOptions()
+		opt.MaxMessage = limit
+		d, r := newTestDecoder(opt)
+		for off := 0; off < len(stream); off += 100 {
+			d.Feed(decode.DirF, stream[off:min(off+100, len(stream))], t0)
+			if n := d.(*Decoder).inflight; n > limit {
+				t.Fatalf("limit %d: %d bytes in flight", limit, n)
+			}
+		}
+		got := map[uint16]string{}
+		for _, u := range r.units {
+			if u.Err != "" {
+				t.Fatal(u.Err)
+			}
+			if f := decode.Find(u.Fields(), "amqp.message.body"); f != nil {
+				got[u.Channel] = f.Value.(string)
+			}
+		}
+		if limit > 5000 && (got[1] != string(one) || got[2] != string(two)) {
+			t.Fatalf("bodies %d and %d bytes", len(got[1]), len(got[2]))
+		}
+		if limit < 5000 && (len(got[1])+len(got[2]) >= len(one)+len(two) || !strings.HasPrefix(string(one), got[1]) || !strings.HasPrefix(string(two), got[2])) {
+			t.Fatalf("limit %d: kept %d and %d bytes", limit, len(got[1]), len(got[2]))
+		}
+		if n := d.(*Decoder).inflight; n != 0 {
+			t.Fatalf("limit %d: %d bytes still counted in flight", limit, n)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func normalize(v any) any {
 // gap, through the per-connection decoder: it must not panic, must account
 // for its units' bytes, and must build every field tree.
 func FuzzDecoder(f *testing.F) {
-	client, server := conversation(2, 5000, 4096)
+	client, server := conversation(2, 300, 256)
 	f.Add(client, uint16(1460), uint16(0))
 	f.Add(server, uint16(100), uint16(3000))
 	f.Add(append([]byte("AMQP\x00\x00\x09\x01garbage"), publishFrame...), uint16(3), uint16(0))

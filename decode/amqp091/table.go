@@ -423,8 +423,7 @@ func appendValue(dst []byte, v Value) []byte {
 	return dst
 }
 
-// Value constructors, for building tables and arrays.
-
+// BoolValue returns a 't' value.
 func BoolValue(b bool) Value {
 	v := Value{Type: TypeBool}
 	if b {
@@ -432,26 +431,62 @@ func BoolValue(b bool) Value {
 	}
 	return v
 }
-func Int8Value(i int8) Value          { return Value{Type: TypeInt8, num: uint64(uint8(i))} }
-func Uint8Value(i uint8) Value        { return Value{Type: TypeUint8, num: uint64(i)} }
-func Int16Value(i int16) Value        { return Value{Type: TypeInt16, num: uint64(uint16(i))} }
-func Uint16Value(i uint16) Value      { return Value{Type: TypeUint16, num: uint64(i)} }
-func Int32Value(i int32) Value        { return Value{Type: TypeInt32, num: uint64(uint32(i))} }
-func Uint32Value(i uint32) Value      { return Value{Type: TypeUint32, num: uint64(i)} }
-func Int64Value(i int64) Value        { return Value{Type: TypeInt64, num: uint64(i)} }
-func Uint64Value(i uint64) Value      { return Value{Type: TypeUint64, num: i} }
-func FloatValue(f float32) Value      { return Value{Type: TypeFloat, num: uint64(math.Float32bits(f))} }
-func DoubleValue(f float64) Value     { return Value{Type: TypeDouble, num: math.Float64bits(f)} }
-func LongstrValue(s []byte) Value     { return Value{Type: TypeLongstr, b: s} }
-func StringValue(s string) Value      { return Value{Type: TypeLongstr, b: []byte(s)} }
-func BytesValue(b []byte) Value       { return Value{Type: TypeBytes, b: b} }
-func TimestampValue(t time.Time) Value { return Value{Type: TypeTimestamp, num: uint64(t.Unix())} }
-func TableValue(t Table) Value        { return Value{Type: TypeTable, b: t} }
-func ArrayValue(a Array) Value        { return Value{Type: TypeArray, b: a} }
-func VoidValue() Value                { return Value{Type: TypeVoid} }
+
+// Int8Value returns a 'b' value.
+func Int8Value(i int8) Value { return Value{Type: TypeInt8, num: uint64(uint8(i))} }
+
+// Uint8Value returns a 'B' value.
+func Uint8Value(i uint8) Value { return Value{Type: TypeUint8, num: uint64(i)} }
+
+// Int16Value returns an 's' value.
+func Int16Value(i int16) Value { return Value{Type: TypeInt16, num: uint64(uint16(i))} }
+
+// Uint16Value returns a 'u' value.
+func Uint16Value(i uint16) Value { return Value{Type: TypeUint16, num: uint64(i)} }
+
+// Int32Value returns an 'I' value.
+func Int32Value(i int32) Value { return Value{Type: TypeInt32, num: uint64(uint32(i))} }
+
+// Uint32Value returns an 'i' value.
+func Uint32Value(i uint32) Value { return Value{Type: TypeUint32, num: uint64(i)} }
+
+// Int64Value returns an 'l' value.
+func Int64Value(i int64) Value { return Value{Type: TypeInt64, num: uint64(i)} }
+
+// Uint64Value returns an 'L' value (RabbitMQ itself never sends one).
+func Uint64Value(i uint64) Value { return Value{Type: TypeUint64, num: i} }
+
+// FloatValue returns an 'f' value.
+func FloatValue(f float32) Value { return Value{Type: TypeFloat, num: uint64(math.Float32bits(f))} }
+
+// DoubleValue returns a 'd' value.
+func DoubleValue(f float64) Value { return Value{Type: TypeDouble, num: math.Float64bits(f)} }
+
+// DecimalValue returns a 'D' value.
 func DecimalValue(d Decimal) Value {
 	return Value{Type: TypeDecimal, num: uint64(d.Scale)<<32 | uint64(uint32(d.Value))}
 }
+
+// LongstrValue returns an 'S' value holding s (not copied).
+func LongstrValue(s []byte) Value { return Value{Type: TypeLongstr, b: s} }
+
+// StringValue returns an 'S' value holding s.
+func StringValue(s string) Value { return Value{Type: TypeLongstr, b: []byte(s)} }
+
+// BytesValue returns an 'x' value holding b (not copied).
+func BytesValue(b []byte) Value { return Value{Type: TypeBytes, b: b} }
+
+// TimestampValue returns a 'T' value (whole seconds).
+func TimestampValue(t time.Time) Value { return Value{Type: TypeTimestamp, num: uint64(t.Unix())} }
+
+// TableValue returns an 'F' value.
+func TableValue(t Table) Value { return Value{Type: TypeTable, b: t} }
+
+// ArrayValue returns an 'A' value.
+func ArrayValue(a Array) Value { return Value{Type: TypeArray, b: a} }
+
+// VoidValue returns a 'V' value.
+func VoidValue() Value { return Value{Type: TypeVoid} }
 
 func uitoa(v uint64) string {
 	var buf [20]byte

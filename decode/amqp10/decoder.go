@@ -31,6 +31,11 @@ type direction struct {
 	// opaque is set after a TLS header or an unrecoverable framing error:
 	// the rest of the direction is counted, not decoded.
 	opaque bool
+	// resync is set after a gap: the next frame boundary is searched for.
+	resync  bool
+	skipped int
+	// note is a warning for the next unit of this direction.
+	note string
 	// sasl is set between a SASL protocol header and the AMQP header that
 	// follows a successful outcome.
 	sasl       bool
@@ -85,6 +90,20 @@ func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 	}
 	buf := st.s.Push(data)
 	off := 0
+	if st.resync {
+		i := findFrame(buf, d.opt.MaxFrame)
+		if i < 0 {
+			// Keep what could still be the start of a frame header.
+			keep := min(len(buf), resyncLookahead-1)
+			st.skipped += len(buf) - keep
+			st.s.Keep(len(buf)-keep, buf[len(buf)-keep:])
+			return
+		}
+		st.resync = false
+		st.note = "resynchronised after a gap: skipped " + strconv.Itoa(st.skipped+i) + " bytes to this frame"
+		st.skipped = 0
+		off = i
+	}
 	for off < len(buf) && !st.opaque {
 		n := d.next(dir, st, buf[off:], st.s.Pos+int64(off), t)
 		if n == 0 {
@@ -203,6 +222,10 @@ func (d *Decoder) frame(dir decode.Dir, st *direction, b []byte, pos int64, t ti
 	ParseFrame(b, f)
 	u := d.unit(dir, b, pos, t)
 	u.Channel, u.HasChannel = f.Channel, f.Type == FrameTypeAMQP
+	if st.note != "" {
+		u.Warn(st.note)
+		st.note = ""
+	}
 	u.Dissect = dissectFrame
 	if len(f.Body) == 0 {
 		u.Type = "empty"
@@ -569,8 +592,10 @@ func appendErrorValue(s []byte, b []byte, c *Composite, i int) []byte {
 	return s
 }
 
-// Gap drops what is buffered and any delivery in reassembly for dir, and
-// stops decoding it: AMQP 1.0 frames carry no marker to resynchronise on.
+// Gap drops what is buffered and any delivery in reassembly for dir. AMQP
+// 1.0 frames carry no marker to resynchronise on, so decoding resumes at
+// the first plausible frame header (see findFrame); the first unit after
+// it carries a warning saying how many bytes were skipped.
 func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	st := &d.dirs[dir&1]
 	if st.opaque {
@@ -588,15 +613,52 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	if k := len(st.deliveries); k > 0 {
 		msg += "; " + strconv.Itoa(k) + " deliveries in reassembly dropped"
 	}
-	u.Err = msg + ": direction not decoded from here"
+	u.Err = msg + ": decoding resumes at the next frame header found"
 	st.deliveries = nil
 	skip := int64(n)
 	if skip < 0 {
 		skip = 0
 	}
 	st.s.Reset(skip)
-	st.opaque = true
+	st.resync = true
 	d.emit(u)
+}
+
+// resyncLookahead is how many bytes findFrame needs to judge a candidate:
+// the frame header and a performative's descriptor (00 53 xx).
+const resyncLookahead = FrameHeaderLen + 3
+
+// findFrame returns the offset of the first plausible frame or protocol
+// header in b, or -1. AMQP 1.0 has no sync marker; a candidate must have
+// doff 2, type AMQP or SASL, a size within limits and, unless empty, a
+// body starting with the smallulong descriptor of a performative of its
+// frame type.
+func findFrame(b []byte, maxFrame int) int {
+	for i := 0; i+resyncLookahead <= len(b); i++ {
+		c := b[i:]
+		if c[0] == 'A' && c[1] == 'M' && c[2] == 'Q' && c[3] == 'P' && c[5] == 1 && c[6] == 0 && c[7] == 0 {
+			return i
+		}
+		size := uint64(c[0])<<24 | uint64(c[1])<<16 | uint64(c[2])<<8 | uint64(c[3])
+		if c[4] != 2 || c[5] > FrameTypeSASL || size < FrameHeaderLen || size > uint64(maxFrame) {
+			continue
+		}
+		if size == FrameHeaderLen {
+			if c[5] == FrameTypeAMQP {
+				return i
+			}
+			continue
+		}
+		if c[8] != byte(CodeDescribed) || c[9] != byte(CodeSmallUlong) {
+			continue
+		}
+		p := uint64(c[10])
+		if (c[5] == FrameTypeAMQP && p >= DescriptorOpen && p <= DescriptorClose) ||
+			(c[5] == FrameTypeSASL && p >= DescriptorSASLMechanisms && p <= DescriptorSASLOutcome) {
+			return i
+		}
+	}
+	return -1
 }
 
 // End reports a partial frame left in dir's buffer and deliveries that
@@ -621,5 +683,17 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 		st.s.Keep(n, nil)
 		d.emit(u)
 	}
+	if k := len(st.deliveries); k > 0 && d.conn != nil {
+		d.conn.Notes = append(d.conn.Notes, "amqp1.0: "+strconv.Itoa(k)+" deliveries from "+dirName(dir)+
+			" were still in reassembly when the stream ended")
+	}
+	st.deliveries = nil
 	st.opaque = true
+}
+
+func dirName(dir decode.Dir) string {
+	if dir == decode.DirB {
+		return "the server"
+	}
+	return "the client"
 }

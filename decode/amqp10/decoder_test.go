@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"hash/adler32"
 	"hash/crc32"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -339,5 +341,32 @@ func TestPerformativeSummaries(t *testing.T) {
 				t.Errorf("%s: field %s = %v, want %v\n%s", tc.want, tc.field, f, tc.value, dumpFields(us[0].Fields()))
 			}
 		}
+	}
+}
+
+func TestGapResynchronises(t *testing.T) {
+	msg, _ := buildMessage(CRC32, false, section{DescriptorProperties, AppendList(nil, AppendString(nil, "after-gap"))}, section{DescriptorData, AppendBinary(nil, []byte("x"))})
+	first := transferFrame(0, 0, 1, true, bytes.Repeat([]byte{0, 0, 0, 9, 2}, 40)) // payload full of near-headers
+	second := transferFrame(0, 0, 2, false, msg)
+	var units []*decode.Unit
+	d := New(&decode.Conn{ID: 1}, nil, func(u *decode.Unit) { units = append(units, u) })
+	d.Feed(decode.DirF, first[:30], time.Time{})
+	d.Gap(decode.DirF, 50, time.Time{})
+	d.Feed(decode.DirF, first[80:], time.Time{})
+	d.Feed(decode.DirF, second[:5], time.Time{})
+	d.Feed(decode.DirF, second[5:], time.Time{})
+	d.End(decode.DirF, time.Time{})
+	if len(units) != 2 || units[0].Type != "error" || !strings.Contains(units[0].Err, "lost 50 bytes") {
+		t.Fatalf("units: %d, first %+v", len(units), units[0])
+	}
+	u := units[1]
+	if u.MessageID != "after-gap" || u.Checksum.Status != decode.ChecksumOK || len(u.Warnings) != 1 ||
+		!strings.Contains(u.Warnings[0], "skipped "+strconv.Itoa(len(first)-80)+" bytes") {
+		t.Errorf("after the gap: %q %v", u.Summary, u.Warnings)
+	}
+	// The 50 lost bytes count in stream offsets: second starts where it
+	// would have without the gap.
+	if u.Offset != int64(len(first)) {
+		t.Errorf("offset %d, want %d", u.Offset, len(first))
 	}
 }

@@ -99,7 +99,7 @@ func redactFields(args *decode.Field) {
 				k.Add(&decode.Field{Key: "authcid", Name: "amqp.sasl.user", Value: string(b[i+1 : i+1+j])})
 			}
 		}
-		k.Value, k.Display = nil, decode.Redacted
+		k.Value, k.Display = decode.Redacted, decode.Redacted
 	}
 }
 
@@ -133,7 +133,7 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 	if cm.Frames > 1 {
 		msg.Add(&decode.Field{Key: "frames", Value: uint64(cm.Frames)})
 	}
-	secs := &decode.Field{Key: "sections", Kind: decode.KindList}
+	secs := &decode.Field{Key: "sections", Kind: decode.KindMap}
 	for i := range cm.Message.Sections {
 		sec := &cm.Message.Sections[i]
 		f := m.value(sec.Value, sec.Name(), sectionName(sec.Descriptor), "", 0)

@@ -50,7 +50,7 @@ func (m *materializer) value(v Value, key, name, typ string, depth int) *decode.
 		return f
 	}
 	if v.Described() {
-		m.describedValue(f, v, depth)
+		m.describedValue(f, v, typ, depth)
 		return f
 	}
 	m.primitive(f, v, depth)
@@ -68,7 +68,10 @@ func (m *materializer) value(v Value, key, name, typ string, depth int) *decode.
 	return f
 }
 
-func (m *materializer) describedValue(f *decode.Field, v Value, depth int) {
+// describedValue materialises a described value. typ is what the context
+// expects; "*delivery-state" and the like (type="*" in the spec) mean any
+// of several composites may appear, so the tree names which one did.
+func (m *materializer) describedValue(f *decode.Field, v Value, typ string, depth int) {
 	b := m.b
 	code, sym, ok := v.Descriptor(b)
 	var t *describedType
@@ -94,7 +97,15 @@ func (m *materializer) describedValue(f *decode.Field, v Value, depth int) {
 			f.Display = t.name + " (error: " + err.Error() + ")"
 			return
 		}
+		if c.N == 0 {
+			// accepted, released, ...: the type is the whole value.
+			f.Value = t.name
+			return
+		}
 		f.Kind = decode.KindMap
+		if len(typ) > 0 && typ[0] == '*' {
+			f.Add(&decode.Field{Key: "type", Value: t.name})
+		}
 		for i := 0; i < c.N; i++ {
 			key, typ := "field-"+strconv.Itoa(i), ""
 			if i < len(t.fields) {

@@ -73,6 +73,10 @@ func FuzzDecoder(f *testing.F) {
 				}
 				d.Feed(decode.Dir(dir), part[:n], time.Time{})
 				part = part[n:]
+				if chunk >= 0xf0 && len(part) > 0 {
+					d.Gap(decode.Dir(dir), int(chunk&0x0f), time.Time{})
+					part = part[min(len(part), int(chunk&0x0f)):]
+				}
 			}
 		}
 		d.End(decode.DirF, time.Time{})

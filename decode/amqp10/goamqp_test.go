@@ -65,7 +65,7 @@ func TestGoAMQPLive(t *testing.T) {
 		msgs = append(msgs, sent{m, st})
 	}
 	id := func(s string) *amqp.MessageProperties { return &amqp.MessageProperties{MessageID: s} }
-	add(&amqp.Message{Properties: id("go-data-crc"), Data: [][]byte{[]byte("go-amqp data")}, ApplicationProperties: map[string]any{"flag": true, "n": int64(7)}}, CRC32, false)
+	add(&amqp.Message{Properties: id("go-data-crc"), Data: [][]byte{[]byte("go-amqp data")}, ApplicationProperties: map[string]any{"flag": true}}, CRC32, false)
 	add(&amqp.Message{Properties: id("go-value-adler"), Value: "go-amqp value"}, Adler32, false)
 	add(&amqp.Message{Properties: id("go-wrong"), Data: [][]byte{[]byte("x")}}, CRC32, true)
 	add(&amqp.Message{Properties: id("go-large"), Header: &amqp.MessageHeader{Durable: true}, Data: [][]byte{[]byte(strings.Repeat("large ", 400))}}, CRC32, false)
@@ -88,8 +88,9 @@ func TestGoAMQPLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// go-amqp encodes maps in Go's map order: with one application
+	// property its encoding is the one MarshalBinary returned above.
 	send.Close()
-	t.Logf("%s done", "send.Close()")
 	recv, err := amqp.Dial(ctx, "amqp://"+r.addr(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -109,12 +110,11 @@ func TestGoAMQPLive(t *testing.T) {
 		}
 		receiver.AcceptMessage(ctx, m)
 	}
-	receiver.Close(ctx)
-	t.Logf("%s done", "receiver.Close(ctx)")
+	// RabbitMQ 3.10 answers a receiving link's detach only when the
+	// connection closes (go-amqp's Receiver.Close would wait for it until
+	// its context expires): close the connection instead.
 	recv.Close()
-	t.Logf("%s done", "recv.Close()")
 	recs := r.close()
-	t.Logf("%s done", "recs := r.close()")
 	if len(recs) != 2 {
 		t.Fatalf("%d connections recorded", len(recs))
 	}

@@ -60,9 +60,6 @@ func (t *Text) Unit(u *decode.Unit) error {
 	}
 	b = append(b, ' ')
 	b = appendPrintable(b, u.Summary)
-	if u.Checksum != nil && u.Checksum.Status != decode.ChecksumAbsent {
-		b = appendChecksum(b, u.Checksum)
-	}
 	for _, w := range u.Warnings {
 		b = append(b, " [warning: "...)
 		b = appendPrintable(b, w)
@@ -79,20 +76,6 @@ func (t *Text) Unit(u *decode.Unit) error {
 		return t.Flush()
 	}
 	return nil
-}
-
-func appendChecksum(b []byte, c *decode.Checksum) []byte {
-	b = append(b, " ["...)
-	b = append(b, c.Algorithm...)
-	b = append(b, ' ')
-	b = append(b, c.Status.String()...)
-	if c.Status == decode.ChecksumMismatch {
-		b = append(b, " expected="...)
-		b = strconv.AppendUint(b, uint64(c.Expected), 10)
-		b = append(b, " actual="...)
-		b = strconv.AppendUint(b, uint64(c.Actual), 10)
-	}
-	return append(b, ']')
 }
 
 // Line appends free text (end-of-run reports) after the unit lines.

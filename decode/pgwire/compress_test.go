@@ -141,6 +141,7 @@ func checkRecovered(t *testing.T, name string, units []*decode.Unit, want []comp
 	t.Helper()
 	i := 0
 	var parent *decode.Unit
+	var inner int64 // decompressed offset of the next nested message
 	for _, u := range units {
 		if u.Err != "" {
 			t.Errorf("%s: unit %d %s: %s", name, u.N, u.Type, u.Err)
@@ -154,8 +155,14 @@ func checkRecovered(t *testing.T, name string, units []*decode.Unit, want []comp
 			parent = u
 			continue
 		}
-		if u.Parent != nil && u.Parent != parent {
-			t.Errorf("%s: unit %d has parent %d, want the last container %d", name, u.N, u.Parent.N, parent.N)
+		if u.Parent != nil {
+			if u.Parent != parent {
+				t.Errorf("%s: unit %d has parent %d, want the last container %d", name, u.N, u.Parent.N, parent.N)
+			}
+			if u.Offset != inner {
+				t.Errorf("%s: nested unit %d at decompressed offset %d, want %d", name, u.N, u.Offset, inner)
+			}
+			inner += int64(len(u.Raw))
 		}
 		if i >= len(want) {
 			t.Errorf("%s: unit %d %s beyond the %d original messages", name, u.N, u.Type, len(want))
@@ -367,5 +374,31 @@ func TestCompressedBomb(t *testing.T) {
 	}
 	if tail != 2 {
 		t.Errorf("%d units after the bomb, want CommandComplete and ReadyForQuery", tail)
+	}
+}
+
+// TestCompressedWarnings: a declared type string that disagrees with the
+// payload, and a message the proposal never compresses arriving
+// compressed, are both reported.
+func TestCompressedWarnings(t *testing.T) {
+	var payload bytes.Buffer
+	enc, _ := zstd.NewWriter(&payload, zstd.WithEncoderConcurrency(1))
+	enc.Write((&pgwire.DataRow{Values: [][]byte{[]byte("x")}}).Encode(nil))
+	enc.Write((&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(nil))
+	enc.Close()
+	var s []byte
+	s = (&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(s)
+	s = (&pgwire.CompressedMessages{Algorithm: pgwire.CompressionZstd, Types: []byte("TZ"), Data: payload.Bytes()}).Encode(s)
+	units, conn := decodeBackend(s, 1, 1<<20, decode.DefaultOptions())
+	var got []string
+	for _, u := range units {
+		got = append(got, u.Warnings...)
+	}
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, "declared message types") || !strings.Contains(all, "ReadyForQuery arrived compressed") {
+		t.Errorf("warnings: %s", all)
+	}
+	if len(conn.Notes) == 0 || !strings.Contains(conn.Notes[0], "zstd, 1 CompressedMessages carrying 2 messages") {
+		t.Errorf("notes: %q", conn.Notes)
 	}
 }

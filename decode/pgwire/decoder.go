@@ -269,6 +269,7 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time) int {
 				u.Summary = u.Err
 				d.put(ds, u)
 				ds.mode = modeResync
+				ds.resynced = true
 				off++
 				ds.skipped = -int64(HeaderLen) + 1 // the reported header is not "skipped"
 				continue
@@ -354,6 +355,7 @@ func (d *Decoder) untyped(b []byte, pos int64, t time.Time) (int, bool) {
 		}
 		// Not a startup packet: the capture began mid-connection.
 		ds.mode = modeResync
+		ds.resynced = true
 		return 0, true
 	}
 	if int64(len(b)) < n {
@@ -501,7 +503,7 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 
 // put emits a top-level unit, adding the resynchronisation warning.
 func (d *Decoder) put(ds *dirState, u *decode.Unit) {
-	if ds.resynced && u.Err == "" {
+	if ds.resynced && u.Err == "" && ds.mode != modeResync {
 		if ds.skipped > 0 {
 			u.Warn("pgsql: resynchronised after a gap or undecodable bytes; skipped " + strconv.FormatInt(ds.skipped, 10) + " bytes")
 		} else {
@@ -509,8 +511,6 @@ func (d *Decoder) put(ds *dirState, u *decode.Unit) {
 		}
 		ds.resynced = false
 		ds.skipped = 0
-	} else if ds.mode == modeResync {
-		ds.resynced = true
 	}
 	ds.units++
 	d.emit(u)

@@ -369,3 +369,48 @@ func TestTruncatedAtEnd(t *testing.T) {
 		t.Fatalf("got %s %+v", types(units), units[len(units)-1])
 	}
 }
+
+// TestFieldNamesRegistered: every filterable name a dissector produces is
+// registered for completion and help.
+func TestFieldNamesRegistered(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range decode.FieldNames() {
+		known[f.Name] = true
+	}
+	msgs := backendSession(9, 30)
+	units, _ := decodeChunks([]chunk{{decode.DirF, startup("user", "u")}, {decode.DirB, concat(msgs)}}, nil)
+	seen := 0
+	for _, u := range units {
+		decode.Walk(u.Fields(), func(f *decode.Field) bool {
+			if f.Name != "" {
+				seen++
+				if !known[f.Name] {
+					t.Errorf("%s: field %s is not registered", u.Type, f.Name)
+				}
+			}
+			return true
+		})
+	}
+	if seen == 0 {
+		t.Fatal("no named fields")
+	}
+}
+
+// TestGarbageThenMessages: undecodable bytes are reported once and the
+// first message after them says how much was skipped.
+func TestGarbageThenMessages(t *testing.T) {
+	var b []byte
+	b = append(b, '!', 0, 0, 0, 9, 'g', 'a', 'r', 'b', 'a', 'g', 'e')
+	b = pgwire.AppendMessage(b, 'C', []byte("SELECT 1\x00"))
+	b = (&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(b)
+	units, _ := run(t, nil, feed{dir: decode.DirF, b: startup("user", "u")}, feed{dir: decode.DirB, b: b})
+	if got := types(units); got != "F:StartupMessage B:Unknown(0x21) B:CommandComplete B:ReadyForQuery" {
+		t.Fatalf("got %s", got)
+	}
+	if units[1].Err == "" || len(units[2].Warnings) != 1 || !strings.Contains(units[2].Warnings[0], "skipped 7 bytes") {
+		t.Errorf("error %q, warnings %q", units[1].Err, units[2].Warnings)
+	}
+	if len(units[3].Warnings) != 0 {
+		t.Errorf("warning repeated: %q", units[3].Warnings)
+	}
+}

@@ -231,7 +231,7 @@ func frontendFields(b *builder, u *decode.Unit, typ byte, redact bool) {
 	case TypeCopyData:
 		b.raw(nil, b.c.left(), "data", "pgsql.copydata", false)
 	case TypeCopyFail:
-		b.str(nil, "error", "pgsql.error")
+		b.str(nil, "message", "pgsql.error")
 	case TypeFunctionCall:
 		b.u32(nil, "oid", "pgsql.oid")
 		n, _ := b.i16(nil, "argument-formats", "pgsql.field.count")

@@ -1,6 +1,9 @@
 package pgwire_test
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,15 +53,30 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 
 var startupSeed = startup("user", "fuzz", "database", "db")
 
+// smallSession is a session without its large values: fuzzing mutates
+// small inputs best.
+func smallSession(seed uint64, queries int) []compsim.Message {
+	var out []compsim.Message
+	for _, m := range backendSession(seed, queries) {
+		if len(m.Raw) < 2048 {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 60 {
+		out = append(out[:50], out[len(out)-10:]...)
+	}
+	return out
+}
+
 func backendSeeds() [][]byte {
-	msgs := backendSession(1, 6)
+	msgs := smallSession(1, 6)
 	var seeds [][]byte
 	seeds = append(seeds, concat(msgs))
 	for _, cfg := range []compsim.Config{
 		{Algorithm: pgwire.CompressionZstd, MessagesPer: 2},
 		{Algorithm: pgwire.CompressionLZ4, MessagesPer: 0, TxFrame: true},
 	} {
-		s, _ := compsim.EncodeStream(msgs[:40], cfg)
+		s, _ := compsim.EncodeStream(msgs, cfg)
 		seeds = append(seeds, s)
 	}
 	return seeds
@@ -92,12 +110,12 @@ func FuzzFrontend(f *testing.F) {
 // FuzzCompressed fuzzes the payloads of CompressedMessages: the
 // decompressors and the inner message cutter.
 func FuzzCompressed(f *testing.F) {
-	msgs := backendSession(2, 4)
+	msgs := smallSession(2, 4)
 	for _, cfg := range []compsim.Config{
 		{Algorithm: pgwire.CompressionZstd, MessagesPer: 3},
 		{Algorithm: pgwire.CompressionLZ4, MessagesPer: 1},
 	} {
-		s, _ := compsim.EncodeStream(msgs[:30], cfg)
+		s, _ := compsim.EncodeStream(msgs, cfg)
 		off := 0
 		for off+5 <= len(s) {
 			typ, l, _ := pgwire.ReadHeader(s[off:])
@@ -150,4 +168,59 @@ func FuzzMessages(f *testing.F) {
 		var cm pgwire.CompressedMessages
 		_ = cm.Decode(b)
 	})
+}
+
+// TestWriteCorpus writes the seed corpora to testdata/fuzz when
+// WIRETAP_WRITE_CORPUS=1 (run it after changing the seeds).
+func TestWriteCorpus(t *testing.T) {
+	if os.Getenv("WIRETAP_WRITE_CORPUS") != "1" {
+		t.Skip("set WIRETAP_WRITE_CORPUS=1 to rewrite testdata/fuzz")
+	}
+	write := func(target string, i int, vals ...any) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := "go test fuzz v1\n"
+		for _, v := range vals {
+			switch x := v.(type) {
+			case []byte:
+				s += "[]byte(" + strconv.Quote(string(x)) + ")\n"
+			case int:
+				s += "int(" + strconv.Itoa(x) + ")\n"
+			case byte:
+				s += "byte('\\x" + strconv.FormatUint(uint64(x)+0x100, 16)[1:] + "')\n"
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "seed-"+strconv.Itoa(i)), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range backendSeeds() {
+		write("FuzzBackend", i, s, 100+i*7)
+	}
+	var s []byte
+	s = append(s, startupSeed...)
+	s = pgwire.AppendMessage(s, 'Q', []byte("SELECT 1\x00"))
+	write("FuzzFrontend", 0, s, 9)
+	write("FuzzFrontend", 1, append(sslRequest(80877103), 0x16, 3, 1, 0, 5), 8)
+	msgs := smallSession(2, 4)
+	z, _ := compsim.EncodeStream(msgs, compsim.Config{Algorithm: pgwire.CompressionZstd, MessagesPer: 3})
+	l, _ := compsim.EncodeStream(msgs, compsim.Config{Algorithm: pgwire.CompressionLZ4, MessagesPer: 1})
+	n := 0
+	for _, st := range [][]byte{z, l} {
+		for off := 0; off+5 <= len(st) && n < 8; {
+			typ, ln, _ := pgwire.ReadHeader(st[off:])
+			if typ == 'z' {
+				var m pgwire.CompressedMessages
+				if m.Decode(st[off+5:off+1+int(ln)]) == nil && len(m.Data) > 0 {
+					write("FuzzCompressed", n, m.Algorithm, m.Data, []byte{})
+					n++
+				}
+			}
+			off += 1 + int(ln)
+		}
+	}
+	write("FuzzMessages", 0, []byte{0, 2, 0, 0, 0, 1, 'a', 0xff, 0xff, 0xff, 0xff})
+	write("FuzzMessages", 1, []byte("S\x00ERROR\x00C\x0042P01\x00\x00"))
 }

@@ -105,6 +105,11 @@ func TestLibpqTrace(t *testing.T) {
 		if u.Err != "" || len(u.Warnings) > 0 {
 			t.Errorf("unit %d %s %s: err %q warnings %q", u.N, u.Dir, u.Type, u.Err, u.Warnings)
 		}
+		for _, f := range u.Fields() {
+			if f.Key == "error" {
+				t.Errorf("unit %d %s %s: field tree error %v", u.N, u.Dir, u.Type, f.Value)
+			}
+		}
 		if strings.HasPrefix(u.Type, "SASL") {
 			if !u.Secret || !bytes.Contains(u.Raw, []byte("****")) || bytes.Contains(u.Raw, []byte("p=")) {
 				t.Errorf("%s not redacted: secret=%v raw=%q", u.Type, u.Secret, u.Raw)

@@ -224,6 +224,9 @@ func (m *RowDescription) Decode(body []byte) error {
 	c := cursor{b: body, msg: "RowDescription"}
 	n := int(c.int16("field count"))
 	m.Fields = m.Fields[:0]
+	if c.err == nil && n < 0 {
+		c.fail("negative field count " + strconv.Itoa(n))
+	}
 	for i := 0; i < n && c.err == nil; i++ {
 		var f FieldDescription
 		f.Name = c.cstring("field name")
@@ -319,10 +322,16 @@ func (m *Bind) Decode(body []byte) error {
 	m.Params = m.Params[:0]
 	m.ResultFormats = m.ResultFormats[:0]
 	n := int(c.int16("parameter format count"))
+	if c.err == nil && n < 0 {
+		c.fail("negative parameter format count " + strconv.Itoa(n))
+	}
 	for i := 0; i < n && c.err == nil; i++ {
 		m.ParamFormats = append(m.ParamFormats, c.int16("parameter format"))
 	}
 	n = int(c.int16("parameter count"))
+	if c.err == nil && n < 0 {
+		c.fail("negative parameter count " + strconv.Itoa(n))
+	}
 	for i := 0; i < n && c.err == nil; i++ {
 		l := c.int32("parameter length")
 		switch {
@@ -339,6 +348,9 @@ func (m *Bind) Decode(body []byte) error {
 		}
 	}
 	n = int(c.int16("result format count"))
+	if c.err == nil && n < 0 {
+		c.fail("negative result format count " + strconv.Itoa(n))
+	}
 	for i := 0; i < n && c.err == nil; i++ {
 		m.ResultFormats = append(m.ResultFormats, c.int16("result format"))
 	}

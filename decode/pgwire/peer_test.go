@@ -1,7 +1,14 @@
 package pgwire_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -33,7 +40,52 @@ var pg struct {
 	dir      string
 	ctl      string
 	asUser   string
+	ssl      bool
 	err      error
+}
+
+// writeCert writes a self-signed certificate and key for the server,
+// readable only by the user the server runs as.
+func writeCert(dir string) (crt, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kd, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	crt, key = filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	if err := os.WriteFile(crt, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		return "", "", err
+	}
+	if pg.asUser != "" {
+		u, err := user.Lookup(pg.asUser)
+		if err != nil {
+			return "", "", err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		for _, f := range []string{crt, key} {
+			if err := os.Chown(f, uid, gid); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	return crt, key, nil
 }
 
 const pgPassword = "wiretap-secret"
@@ -107,6 +159,10 @@ func startCluster() {
 		return
 	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off", port, dir)
+	if crt, key, err := writeCert(dir); err == nil {
+		opts += " -c ssl=on -c ssl_cert_file=" + crt + " -c ssl_key_file=" + key
+		pg.ssl = true
+	}
 	if out, err := runAs(pg.ctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "start").CombinedOutput(); err != nil {
 		pg.err = fmt.Errorf("pg_ctl start: %v: %s", err, out)
 		return

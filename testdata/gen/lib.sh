@@ -25,7 +25,7 @@ services_up() { "$ROOT/.ci/services.sh" start "$@" >/dev/null; }
 
 # capture_start NAME OUT IFACE FILTER [dumpcap args...]: start dumpcap in the
 # background and return once it is capturing. The pid goes in CAP_PID[NAME].
-declare -A CAP_PID
+declare -A CAP_PID CAP_OUT
 capture_start() {
 	local name=$1 out=$2 iface=$3 filter=$4
 	shift 4
@@ -34,6 +34,7 @@ capture_start() {
 	errf=$(mktemp)
 	dumpcap -q -i "$iface" -f "$filter" "$@" -w "$out" 2>"$errf" &
 	CAP_PID[$name]=$!
+	CAP_OUT[$name]=$out
 	# dumpcap says "Capturing on ..." once the socket is open.
 	local i
 	for i in $(seq 1 100); do
@@ -48,6 +49,7 @@ capture_start() {
 capture_stop() {
 	local name=$1
 	sleep 1
-	kill -INT "${CAP_PID[$name]}"
+	kill -TERM "${CAP_PID[$name]}"
 	wait "${CAP_PID[$name]}" || true
+	chmod 644 "${CAP_OUT[$name]}"
 }

@@ -9,17 +9,19 @@ import (
 
 // Scan returns, in order, the indices i in [from, len(units)) (or, when
 // within is not nil, the members of within at or past from) whose unit
-// satisfies match. It is meant for a background goroutine: it stops with
-// ctx.Err() when ctx is cancelled, and stores how many units it has looked
-// at in progress as it goes.
-func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, error) {
+// satisfies match, and the index where it stopped: len(units), or earlier
+// when limit > 0 matches were found (so a first screenful can be shown
+// before the rest is scanned). It is meant for a background goroutine: it
+// stops with ctx.Err() when ctx is cancelled, and stores how many units it
+// has looked at in progress as it goes.
+func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
 	var out []int32
 	const every = 4096
 	if within == nil {
 		for i := int(from); i < len(units); i++ {
 			if i%every == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return nil, from, err
 				}
 				if progress != nil {
 					progress.Store(int64(i))
@@ -27,9 +29,12 @@ func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32,
 			}
 			if match(units[i]) {
 				out = append(out, int32(i))
+				if len(out) == limit {
+					return out, int32(i + 1), nil
+				}
 			}
 		}
-		return out, nil
+		return out, int32(len(units)), nil
 	}
 	for n, i := range within {
 		if i < from || int(i) >= len(units) {
@@ -37,7 +42,7 @@ func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32,
 		}
 		if n%every == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, from, err
 			}
 			if progress != nil {
 				progress.Store(int64(n))
@@ -45,9 +50,12 @@ func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32,
 		}
 		if match(units[i]) {
 			out = append(out, i)
+			if len(out) == limit {
+				return out, i + 1, nil
+			}
 		}
 	}
-	return out, nil
+	return out, int32(len(units)), nil
 }
 
 // Find returns the first position p in rows, starting at start and moving

@@ -97,7 +97,7 @@ func (p *Printer) Flush() error {
 // included; it appends nothing for units libpq does not trace.
 func AppendUnit(dst []byte, u *decode.Unit, opt Options) []byte {
 	raw := u.Raw
-	if u.Err != "" || u.Len > len(raw) || len(raw) == 0 {
+	if u.Len > len(raw) || len(raw) == 0 {
 		return dst
 	}
 	var t tracer
@@ -117,7 +117,8 @@ func AppendUnit(dst []byte, u *decode.Unit, opt Options) []byte {
 	case "SSLResponse", "GSSENCResponse", "TLS", "GSSAPI", "Truncated":
 		return dst
 	}
-	if len(raw) < pgwire.HeaderLen {
+	// Only whole messages: not the headers of undecodable ones.
+	if _, l, ok := pgwire.ReadHeader(raw); !ok || l+1 != int64(len(raw)) {
 		return dst
 	}
 	return t.typed(u)
@@ -239,7 +240,7 @@ func (t *tracer) name(s string) { t.b = append(t.b, s...); t.b = append(t.b, '\t
 
 func (t *tracer) untyped(u *decode.Unit) []byte {
 	t.m = u.Raw
-	if len(t.m) < 8 {
+	if len(t.m) < 8 || int(binary.BigEndian.Uint32(t.m)) != len(t.m) {
 		return t.b[:t.start]
 	}
 	length := int(int32(binary.BigEndian.Uint32(t.m)))

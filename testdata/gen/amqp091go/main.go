@@ -113,7 +113,7 @@ func run(url string, short bool, alarmNode string) error {
 		"table":   amqp.Table{"nested": amqp.Table{"deep": int64(3)}},
 	}
 	pubs := []amqp.Publishing{
-		{Body: []byte("first")},
+		{Headers: amqp.Table{"kind": "test"}, Body: []byte("first")},
 		{
 			Headers:         headers,
 			ContentType:     "text/plain",
@@ -130,7 +130,7 @@ func run(url string, short bool, alarmNode string) error {
 			AppId:           "amqp091go",
 			Body:            []byte("all properties"),
 		},
-		{ContentType: "application/octet-stream", Body: make([]byte, 3*4096+100)},
+		{Headers: amqp.Table{"kind": "test"}, ContentType: "application/octet-stream", Body: make([]byte, 3*4096+100)},
 	}
 	for _, p := range pubs {
 		if err := ch.PublishWithContext(ctx, "wt.go.fanout", "", false, false, p); err != nil {
@@ -149,7 +149,12 @@ func run(url string, short bool, alarmNode string) error {
 		return err
 	}
 	for i := 0; i < len(pubs); i++ {
-		d := <-deliveries
+		var d amqp.Delivery
+		select {
+		case d = <-deliveries:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("delivery %d did not arrive within 10s", i+1)
+		}
 		switch i {
 		case 0:
 			err = d.Ack(false)

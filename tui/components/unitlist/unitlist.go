@@ -247,6 +247,11 @@ func (m *Model) setOpen(open bool) {
 	}
 	m.rebuild()
 	m.Select(ix)
+	if open { // show the group's rows too, if they fit
+		if end := m.cursor + len(m.st.Kids(ix)); end >= m.offset+m.page() {
+			m.offset = min(m.cursor, end-m.page()+1)
+		}
+	}
 }
 
 // ToggleAll expands every group, or collapses them all if any is open.

@@ -17,6 +17,29 @@ import (
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
+// The field names the generated trees use are registered as the protocol
+// packages would register them, so the filter language knows them in tests.
+func init() {
+	var names []decode.FieldName
+	for _, n := range []struct {
+		p    decode.Proto
+		name string
+	}{
+		{decode.ProtoAMQP091, "amqp.type"}, {decode.ProtoAMQP091, "amqp.length"},
+		{decode.ProtoAMQP091, "amqp.method.arguments"}, {decode.ProtoAMQP091, "amqp.method.arguments.delivery_tag"},
+		{decode.ProtoAMQP091, "amqp.method.arguments.multiple"}, {decode.ProtoAMQP091, "amqp.method.arguments.exchange"},
+		{decode.ProtoAMQP091, "amqp.method.arguments.routing_key"}, {decode.ProtoAMQP091, "amqp.method.arguments.queue"},
+		{decode.ProtoAMQP10, "amqp.performative"}, {decode.ProtoAMQP10, "amqp.performative.arguments.delivery_id"},
+		{decode.ProtoAMQP10, "amqp.performative.arguments.role"}, {decode.ProtoAMQP10, "amqp.performative.arguments.first"},
+		{decode.ProtoAMQP10, "amqp.data"}, {decode.ProtoAMQP10, "amqp.footer"}, {decode.ProtoAMQP10, "amqp.checksum.expected"},
+		{decode.ProtoPgSQL, "pgsql.length"}, {decode.ProtoPgSQL, "pgsql.payload"}, {decode.ProtoPgSQL, "pgsql.query"},
+		{decode.ProtoUnknown, "frame.raw"},
+	} {
+		names = append(names, decode.FieldName{Name: n.name, Proto: n.p, Doc: "fake"})
+	}
+	decode.RegisterFieldNames(names...)
+}
+
 // Epoch is the capture time of the first generated unit.
 var Epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 

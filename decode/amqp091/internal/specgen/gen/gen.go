@@ -141,7 +141,7 @@ var goTypes = map[string]string{
 // dissector files them under, where the two differ (packet-amqp.c names
 // reserved arguments after what they were in 0-8).
 var wiresharkNames = map[string]string{
-	"no-wait":                  "nowait",
+	"no-wait":                       "nowait",
 	"connection.open/reserved-1":    "capabilities",
 	"connection.open/reserved-2":    "insist",
 	"connection.open-ok/reserved-1": "known_hosts",

@@ -1,0 +1,131 @@
+package tui
+
+import (
+	"sync"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/internal/fake"
+)
+
+const million = 1_000_000
+
+var (
+	millionOnce  sync.Once
+	millionUnits []*decode.Unit
+)
+
+// oneMillion returns a million fake units (generated once per test binary).
+func oneMillion() []*decode.Unit {
+	millionOnce.Do(func() { millionUnits = fake.Generate(million, 42) })
+	return millionUnits
+}
+
+// queued returns a channel holding units in batches of 1024, closed, as a
+// pipeline that has read a whole file before the UI looked would leave it.
+func queued(units []*decode.Unit) chan []*decode.Unit {
+	ch := make(chan []*decode.Unit, len(units)/1024+1)
+	for i := 0; i < len(units); i += 1024 {
+		ch <- units[i:min(i+1024, len(units))]
+	}
+	close(ch)
+	return ch
+}
+
+// BenchmarkFirstFrame measures the time from starting the program with a
+// million units queued to its first rendered frame with units on it.
+func BenchmarkFirstFrame(b *testing.B) {
+	units := oneMillion()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ch := queued(units)
+		b.StartTimer()
+		var m tea.Model = New(Options{Title: "bench", Units: ch})
+		m, _ = m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+		m, _ = m.Update(waitUnits(ch)())
+		mm := m.(Model)
+		if s := mm.Render(); len(s) == 0 || mm.units.Len() == 0 {
+			b.Fatal("empty first frame")
+		}
+	}
+}
+
+// loaded returns a model holding a million units, sized 160×50.
+func loaded(b *testing.B) Model {
+	var m tea.Model = New(Options{Title: "bench"})
+	nm := m.(Model)
+	nm.driven = true
+	m = nm
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+	m, _ = m.Update(unitsMsg{batches: [][]*decode.Unit{oneMillion()}, closed: true})
+	return m.(Model)
+}
+
+// BenchmarkScrollKeypress measures one "j" on a million units, with the
+// frame it produces.
+func BenchmarkScrollKeypress(b *testing.B) {
+	m := loaded(b)
+	j, k := keyMsg("j"), keyMsg("k")
+	b.ReportAllocs()
+	b.ResetTimer()
+	var tm tea.Model = m
+	for i := 0; i < b.N; i++ {
+		key := j
+		if i%200 >= 100 {
+			key = k
+		}
+		tm, _ = tm.Update(key)
+		_ = tm.(Model).Render()
+	}
+}
+
+// BenchmarkPageKeypress is BenchmarkScrollKeypress with ctrl+d and G/g,
+// which jump far.
+func BenchmarkPageKeypress(b *testing.B) {
+	m := loaded(b)
+	keys := []tea.KeyPressMsg{keyMsg("ctrl+d"), keyMsg("G"), keyMsg("ctrl+u"), keyMsg("g")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var tm tea.Model = m
+	for i := 0; i < b.N; i++ {
+		tm, _ = tm.Update(keys[i%len(keys)])
+		_ = tm.(Model).Render()
+	}
+}
+
+// BenchmarkFilterKeypress measures one keypress in the filter bar that
+// changes a valid filter over a million units: the background scan run to
+// completion and the frame showing its result.
+func BenchmarkFilterKeypress(b *testing.B) {
+	for _, c := range []struct{ name, expr string }{
+		{"header", `pgsql.type == "DataRow" || amqp.checksum == "mismatch"`},
+		{"fields", `amqp.method.arguments.routing_key == "orders"`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d := &driver{t: b, m: loaded(b)}
+			d.keys("/")
+			d.typeText(c.expr)
+			if d.m.flt.expr != c.expr {
+				b.Fatalf("%q does not compile: %v", c.expr, d.m.bar.Err())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// Alternate " " and backspace: the expression stays valid and
+				// each key starts a new full scan.
+				if i%2 == 0 {
+					d.keys("space")
+				} else {
+					d.keys("backspace")
+				}
+				_ = d.m.Render()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
+			b.ReportMetric(float64(d.m.flt.gen), "gen")
+		})
+	}
+}
