@@ -62,7 +62,7 @@ func Read(r io.Reader, name string, h Handler, opt *Options) (*Stats, error) {
 		if err != nil {
 			if err != io.EOF {
 				stats.Truncated = true
-				stats.warn(truncationWarning(name, stats.Packets, cr.n, err))
+				stats.warn(truncationWarning(name, stats.Packets, err))
 			}
 			break
 		}
@@ -82,13 +82,13 @@ func Read(r io.Reader, name string, h Handler, opt *Options) (*Stats, error) {
 	return stats, nil
 }
 
-func truncationWarning(name string, packets, offset int64, err error) string {
-	what := "cut short"
-	if !errors.Is(err, io.ErrUnexpectedEOF) {
-		what = "unreadable from there on (" + err.Error() + ")"
+func truncationWarning(name string, packets int64, err error) string {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "capture: " + name + ": cut short after " + strconv.FormatInt(packets, 10) +
+			" packets (the last record is incomplete); decoded up to the cut"
 	}
-	return "capture: " + name + ": " + what + " after " + strconv.FormatInt(packets, 10) +
-		" packets, near byte " + strconv.FormatInt(offset, 10) + "; decoded up to there"
+	return "capture: " + name + ": unreadable after " + strconv.FormatInt(packets, 10) +
+		" packets (" + err.Error() + "); decoded up to there"
 }
 
 // source yields packet records; data is valid until the next call.
@@ -124,7 +124,10 @@ func openSource(r io.Reader, name string) (*source, error) {
 			if err != nil {
 				return nil, ci, 0, err
 			}
-			link, _ := ci.AncillaryData[0].(layers.LinkType)
+			var link layers.LinkType
+			if len(ci.AncillaryData) > 0 {
+				link, _ = ci.AncillaryData[0].(layers.LinkType)
+			}
 			return data, ci, link, nil
 		}}, nil
 	case le == magicPcapMicro, le == magicPcapNano, be == magicPcapMicro, be == magicPcapNano:

@@ -105,7 +105,7 @@ func agreeWithTshark(t *testing.T, path string) *recorder {
 }
 
 // TestRealCaptures captures TCP exchanges on loopback with dumpcap, on lo
-// (Ethernet) and on any (Linux cooked SLL2), converts each to legacy pcap
+// (Ethernet) and on any (Linux cooked SLL and SLL2), converts each to legacy pcap
 // with editcap, and checks that both forms read the same and agree with
 // tshark.
 func TestRealCaptures(t *testing.T) {
@@ -117,10 +117,14 @@ func TestRealCaptures(t *testing.T) {
 		}
 		t.Skip("capturing needs root or CAP_NET_RAW")
 	}
-	for _, iface := range []string{"lo", "any"} {
-		t.Run(iface, func(t *testing.T) {
+	for _, tc := range []struct{ name, iface, linkType string }{
+		{"lo", "lo", ""},
+		{"any-sll", "any", "LINUX_SLL"},
+		{"any-sll2", "any", "LINUX_SLL2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ng := filepath.Join(dir, iface+".pcapng")
+			ng := filepath.Join(dir, tc.name+".pcapng")
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -128,7 +132,11 @@ func TestRealCaptures(t *testing.T) {
 			defer ln.Close()
 			port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 			ctx, cancel := context.WithCancel(context.Background())
-			cmd := exec.CommandContext(ctx, dumpcap, "-q", "-i", iface, "-f", "tcp port "+port, "-w", "-")
+			args := []string{"-q", "-i", tc.iface, "-f", "tcp port " + port, "-w", "-"}
+			if tc.linkType != "" {
+				args = append(args, "-y", tc.linkType)
+			}
+			cmd := exec.CommandContext(ctx, dumpcap, args...)
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 			cmd.WaitDelay = 10 * time.Second
 			out, _ := cmd.StdoutPipe()
@@ -166,7 +174,7 @@ func TestRealCaptures(t *testing.T) {
 			cmd.Wait()
 			f.Close()
 
-			pcap := filepath.Join(dir, iface+".pcap")
+			pcap := filepath.Join(dir, tc.name+".pcap")
 			if out, err := exec.Command(editcap, "-F", "pcap", ng, pcap).CombinedOutput(); err != nil {
 				t.Fatalf("editcap: %v\n%s", err, out)
 			}

@@ -22,6 +22,9 @@ var update = flag.Bool("update", false, "rewrite golden screens in testdata/")
 type driver struct {
 	t testing.TB
 	m Model
+	// firstResult drops what a filter's first result starts (the scan of
+	// the rest), as the next keypress would cancel it.
+	firstResult bool
 }
 
 func newDriver(t testing.TB, opt Options, w, h int) *driver {
@@ -61,6 +64,10 @@ func (d *driver) send(msg tea.Msg) {
 		}
 		nm, cmd := d.m.Update(msg)
 		d.m = nm.(Model)
+		if _, ok := msg.(filterDoneMsg); ok && d.firstResult {
+			d.m.flt.cancel()
+			return
+		}
 		if cmd != nil {
 			queue = append(queue, cmd())
 		}

@@ -215,6 +215,13 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 		f.total = int64(len(within))
 	}
 	gen, match, progress := f.gen, f.match, f.progress
+	if within == nil && limit == 0 {
+		progress.Store(int64(from))
+		return func() tea.Msg {
+			rows, err := store.ScanAll(ctx, units, from, match, progress)
+			return filterDoneMsg{gen: gen, from: from, upto: int32(len(units)), rows: rows, err: err}
+		}
+	}
 	return func() tea.Msg {
 		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, progress)
 		return filterDoneMsg{gen: gen, from: from, upto: upto, rows: rows, err: err}
@@ -236,7 +243,7 @@ func (m *Model) filterDone(msg filterDoneMsg) tea.Cmd {
 	cmd := m.catchUp()
 	m.rebase()
 	if !f.running {
-		m.setStatus(strconv.Itoa(len(f.rows))+" units match", false)
+		m.setStatus(group(len(f.rows))+" units match", false)
 	}
 	return cmd
 }

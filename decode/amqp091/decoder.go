@@ -154,6 +154,7 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 				if h.Type == FrameMethod && len(rest) >= FrameHeaderSize+4 {
 					if info := LookupMethod(binary.BigEndian.Uint16(rest[7:]), binary.BigEndian.Uint16(rest[9:])); info != nil {
 						u.Type = info.Name
+						d.redactSecrets(u, info, u.Raw[FrameHeaderSize+4:])
 					}
 				}
 			}
@@ -396,8 +397,10 @@ func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *deco
 	}
 	u := &d.units[0]
 	d.units = d.units[1:]
-	*u = decode.Unit{Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoAMQP091,
-		Offset: pos, Len: len(raw), Raw: d.carve(raw)}
+	// The slab is fresh (zero): set fields one by one rather than copy a
+	// whole Unit, which costs a bulk write barrier.
+	u.Conn, u.Dir, u.Time, u.Proto = d.conn, dir, t, decode.ProtoAMQP091
+	u.Offset, u.Len, u.Raw = pos, len(raw), d.carve(raw)
 	return u
 }
 
@@ -514,13 +517,14 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	switch m := m.(type) {
 	case *ConnectionStart:
 		s = appendPeer(s, m.ServerProperties)
-	case *ConnectionStartOk:
-		if err == nil {
-			s = d.redactStartOk(u, p, m.Mechanism, s)
+	case *ConnectionStartOk, *ConnectionSecureOk, *ConnectionUpdateSecret:
+		if user := d.redactSecrets(u, info, p[4:]); user != nil {
+			s = append(s, " user="...)
+			s = appendPrintable(s, user, 100)
+		}
+		if m, ok := m.(*ConnectionStartOk); ok && err == nil {
 			s = appendPeer(s, m.ClientProperties)
 		}
-	case *ConnectionSecureOk, *ConnectionUpdateSecret:
-		d.redactArg(u, info, p)
 	case *ConnectionTuneOk:
 		if err == nil {
 			d.frameMax = int(m.FrameMax)
@@ -556,83 +560,73 @@ func appendPeer(s []byte, props Table) []byte {
 	return s
 }
 
-// redactStartOk hides the password in connection.start-ok's response.
-func (d *Decoder) redactStartOk(u *decode.Unit, p []byte, mech []byte, s []byte) []byte {
-	info := LookupMethod(ClassConnection, 11)
-	off, n, ok := argRange(info, p[4:], "response")
-	if !ok {
-		return s
+// redactSecrets overwrites the credentials in a method's arguments (part of
+// u.Raw) with '*' unless secrets are shown, and marks the unit. PLAIN and
+// AMQPLAIN keep the user name, which it returns. When the arguments end
+// before the secret does, everything from where decoding stopped is
+// overwritten: a cut frame must not leak half a password.
+func (d *Decoder) redactSecrets(u *decode.Unit, info *MethodInfo, args []byte) (user []byte) {
+	name := ""
+	switch info.Name {
+	case "connection.start-ok", "connection.secure-ok":
+		name = "response"
+	case "connection.update-secret":
+		name = "new-secret"
+	default:
+		return nil
 	}
-	resp := p[4+off+4 : 4+off+n] // after the longstr length
-	if string(mech) == "PLAIN" {
-		// authzid NUL authcid NUL passwd (RFC 4616).
-		if i := bytes.IndexByte(resp, 0); i >= 0 {
-			if j := bytes.IndexByte(resp[i+1:], 0); j >= 0 {
-				user := resp[i+1 : i+1+j]
-				s = append(s, " user="...)
-				s = appendPrintable(s, user, 100)
-				if !d.opt.ShowSecrets {
-					u.Secret = true
-					overwrite(resp[i+2+j:])
-				}
-				return s
-			}
+	fs, _ := dissectArgs(args, 0, info.Args, "", nil)
+	var mech string
+	secret, end := args[len(args):], 0
+	for _, f := range fs {
+		end = max(end, f.Offset+f.Length)
+		switch f.Key {
+		case "mechanism":
+			mech, _ = f.Value.(string)
+		case name:
+			secret = args[f.Offset+4 : f.Offset+f.Length]
 		}
 	}
-	if string(mech) == "AMQPLAIN" {
-		// A table without its length: LOGIN and PASSWORD.
-		it := Table(resp).Iter()
-		for it.Next() {
-			if string(it.Key()) == "LOGIN" {
-				s = append(s, " user="...)
-				s = appendPrintable(s, it.Value().Bytes(), 100)
+	if len(secret) == 0 && end < len(args) {
+		secret, mech = args[end:], "" // the secret is cut or unreadable
+	}
+	switch mech {
+	case "PLAIN":
+		// authzid NUL authcid NUL passwd (RFC 4616).
+		if i := bytes.IndexByte(secret, 0); i >= 0 {
+			if j := bytes.IndexByte(secret[i+1:], 0); j >= 0 {
+				user, secret = secret[i+1:i+1+j], secret[i+2+j:]
 			}
-			if string(it.Key()) == "PASSWORD" && !d.opt.ShowSecrets {
-				u.Secret = true
-				overwrite(it.Value().Bytes())
+		}
+	case "AMQPLAIN":
+		// A table without its length: LOGIN and PASSWORD.
+		it := Table(secret).Iter()
+		var pass []byte
+		for it.Next() {
+			switch string(it.Key()) {
+			case "LOGIN":
+				user = it.Value().Bytes()
+			case "PASSWORD":
+				pass = it.Value().Bytes()
 			}
 		}
 		if it.Err() == nil {
-			return s
+			secret = pass
 		}
+	case "EXTERNAL":
+		secret = nil // the identity comes from the TLS certificate
 	}
-	if string(mech) != "EXTERNAL" && !d.opt.ShowSecrets && len(resp) > 0 {
+	if len(secret) > 0 && !d.opt.ShowSecrets {
 		u.Secret = true
-		overwrite(resp)
+		overwrite(secret)
 	}
-	return s
-}
-
-// redactArg hides a whole secret argument.
-func (d *Decoder) redactArg(u *decode.Unit, info *MethodInfo, p []byte) {
-	if d.opt.ShowSecrets {
-		return
-	}
-	name := "response"
-	if info.Name == "connection.update-secret" {
-		name = "new-secret"
-	}
-	if off, n, ok := argRange(info, p[4:], name); ok && n > 4 {
-		u.Secret = true
-		overwrite(p[4+off+4 : 4+off+n])
-	}
+	return user
 }
 
 func overwrite(b []byte) {
 	for i := range b {
 		b[i] = '*'
 	}
-}
-
-// argRange finds an argument's encoded range within args.
-func argRange(info *MethodInfo, args []byte, name string) (off, n int, ok bool) {
-	fs, _ := dissectArgs(args, 0, info.Args, "", nil)
-	for _, f := range fs {
-		if f.Key == name {
-			return f.Offset, f.Length, true
-		}
-	}
-	return 0, 0, false
 }
 
 func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
@@ -715,6 +709,6 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	if a.cut {
 		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
 	}
-	m := &message{method: a.method, header: a.header, body: a.body, size: a.got, cut: a.cut, secret: u.Secret}
+	m := &message{method: a.method, header: a.header, body: a.body, size: a.got, cut: a.cut}
 	u.Dissect = m.dissect
 }

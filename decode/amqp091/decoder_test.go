@@ -3,6 +3,7 @@ package amqp091
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -499,5 +500,140 @@ func TestDecoderInterleavedChannels(t *testing.T) {
 		if n := d.(*Decoder).inflight; n != 0 {
 			t.Fatalf("limit %d: %d bytes still counted in flight", limit, n)
 		}
+	}
+}
+
+// A start-ok that is cut short, or whose other arguments are malformed,
+// still has its password redacted.
+func TestDecoderSecretsInBrokenFrames(t *testing.T) {
+	full := AppendMethodFrame(nil, 0, &ConnectionStartOk{Mechanism: []byte("PLAIN"), Response: []byte("\x00alice\x00longpassword"), Locale: []byte("en_US")})
+	// Cut inside the password: the stream ends there.
+	cut := full[:bytes.Index(full, []byte("longpass"))+6]
+	d, r := newTestDecoder(nil)
+	d.Feed(decode.DirF, cut, t0)
+	d.End(decode.DirF, t0)
+	if len(r.units) != 1 || r.units[0].Err == "" {
+		t.Fatalf("%v", r.types())
+	}
+	if u := r.units[0]; bytes.Contains(u.Raw, []byte("longpa")) || !u.Secret {
+		t.Errorf("cut start-ok leaks: %q", u.Raw)
+	}
+	// The client-properties table is malformed: the arguments still decode
+	// far enough to find the response.
+	bad := AppendMethodFrame(nil, 0, &ConnectionStartOk{ClientProperties: Table{1, 'k', '?'}, Mechanism: []byte("PLAIN"),
+		Response: []byte("\x00alice\x00longpassword"), Locale: []byte("en_US")})
+	d, r = newTestDecoder(nil)
+	d.Feed(decode.DirF, bad, t0)
+	if u := r.units[0]; u.Err == "" || bytes.Contains(u.Raw, []byte("longpassword")) || !u.Secret {
+		t.Errorf("malformed start-ok leaks: err %q raw %q", u.Err, u.Raw)
+	}
+	// A response whose length overruns the frame is overwritten whole.
+	over := append([]byte(nil), full...)
+	i := bytes.Index(over, []byte("\x00alice")) - 4
+	over[i+3] = 0xff
+	d, r = newTestDecoder(nil)
+	d.Feed(decode.DirF, over, t0)
+	if u := r.units[0]; bytes.Contains(u.Raw, []byte("longpassword")) || !u.Secret {
+		t.Errorf("overrunning response leaks: %q", u.Raw)
+	}
+}
+
+// Every field-value type shows up in the tree with its type octet, its value
+// and the exact bytes it came from.
+func TestDissectTableTypes(t *testing.T) {
+	tab := sampleTable()
+	fs := dissectTable(tab, 0, "amqp.method.arguments.arguments", 0)
+	if len(fs) != 18 {
+		t.Fatalf("%d fields", len(fs))
+	}
+	for _, f := range fs {
+		raw := tab[f.Offset : f.Offset+f.Length]
+		if int(raw[0]) != len(f.Key) || string(raw[1:1+len(f.Key)]) != f.Key || raw[1+len(f.Key)] != f.Encoding[0] {
+			t.Errorf("%s: range % x, encoding %q", f.Key, raw, f.Encoding)
+		}
+		if f.Name != "amqp.method.arguments.arguments."+f.Key {
+			t.Errorf("%s: name %q", f.Key, f.Name)
+		}
+	}
+	shape := jsonShape(fs)
+	want := map[string]any{"bool": true, "int8": int64(-8), "uint64": uint64(1 << 63), "decimal": "-12.34",
+		"longstr": "héllo", "bytes": string([]byte{0, 1, 0xff}), "void": nil,
+		"timestamp": time.Unix(1700000000, 0).UTC(), "table": map[string]any{"deep": "yes"}}
+	for k, v := range want {
+		if !reflect.DeepEqual(shape[k], v) {
+			t.Errorf("%s = %#v, want %#v", k, shape[k], v)
+		}
+	}
+	arr, ok := shape["array"].([]any)
+	if !ok || len(arr) != 4 || arr[0] != int64(-7) || arr[1] != "two" {
+		t.Errorf("array = %#v", shape["array"])
+	}
+	// Nested ranges are relative to the same base.
+	for _, f := range fs {
+		if f.Key == "table" {
+			k := f.Kids[0]
+			if string(tab[k.Offset:k.Offset+k.Length]) != "\x04deepS\x00\x00\x00\x03yes" {
+				t.Errorf("nested range % x", tab[k.Offset:k.Offset+k.Length])
+			}
+		}
+	}
+}
+
+// Every filterable name the decoder puts in a tree is registered for
+// completion, or is one of the filter's own fields.
+func TestFieldNamesRegistered(t *testing.T) {
+	known := map[string]bool{"amqp.type": true, "amqp.channel": true, "amqp.method": true}
+	for _, f := range decode.FieldNames() {
+		known[f.Name] = true
+	}
+	client, server := conversation(1, 10, 4096)
+	d, r := newTestDecoder(nil)
+	d.Feed(decode.DirF, client, t0)
+	d.Feed(decode.DirB, server, t0)
+	var b []byte
+	for _, m := range sampleMethods {
+		b = AppendMethodFrame(b, 1, m)
+	}
+	b = AppendHeaderFrame(b, 1, &ContentHeader{ClassID: ClassBasic, Properties: sampleProperties})
+	d.Feed(decode.DirF, b, t0)
+	for _, u := range r.units {
+		decode.Walk(u.Fields(), func(f *decode.Field) bool {
+			if f.Name != "" && !known[f.Name] && !strings.Contains(f.Name, ".arguments.arguments.") &&
+				!strings.Contains(f.Name, "_properties.") && !strings.Contains(f.Name, ".headers.") {
+				t.Errorf("%s: field %s not registered", u.Type, f.Name)
+			}
+			return true
+		})
+	}
+}
+
+// A server that does not speak the client's version answers with the
+// protocol header it does speak; a 0-8 client's header is shown with a
+// warning.
+func TestDecoderProtocolHeaders(t *testing.T) {
+	d, r := newTestDecoder(nil)
+	d.Feed(decode.DirF, []byte("AMQP\x01\x01\x08\x00"), t0)
+	d.Feed(decode.DirB, []byte("AMQP\x00\x00\x09\x01"), t0)
+	d.End(decode.DirF, t0)
+	d.End(decode.DirB, t0)
+	if len(r.units) != 2 {
+		t.Fatalf("%v", r.types())
+	}
+	if u := r.units[0]; u.Type != UnitProtocolHeader || u.Summary != "Protocol-Header AMQP 1.1.8.0" || len(u.Warnings) != 1 {
+		t.Errorf("0-8 header: %+v", u)
+	}
+	if u := r.units[1]; u.Summary != "Protocol-Header AMQP 0-9-1" || len(u.Warnings) != 0 || u.HasChannel {
+		t.Errorf("0-9-1 header: %+v", u)
+	}
+	fs := jsonShape(r.units[1].Fields())
+	if fs["protocol"] != "AMQP" || fs["version-minor"] != uint64(9) {
+		t.Errorf("fields %v", fs)
+	}
+	// A header cut short at the end of the stream is an error unit.
+	d, r = newTestDecoder(nil)
+	d.Feed(decode.DirF, []byte("AMQP\x00"), t0)
+	d.End(decode.DirF, t0)
+	if len(r.units) != 1 || r.units[0].Err == "" {
+		t.Errorf("cut header: %v", r.types())
 	}
 }

@@ -12,7 +12,7 @@ import (
 // This file builds field trees. It runs only when someone looks at a unit
 // (the detail pane, JSON output), so it favours clarity over allocation.
 
-// fieldNamer turns an argument name into a filterable dotted name.
+// argField returns an argument's filterable dotted name.
 func argField(prefix string, a *ArgInfo) string { return prefix + a.Wireshark }
 
 // dissectArgs walks encoded arguments (or properties) described by infos and

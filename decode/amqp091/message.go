@@ -14,7 +14,7 @@ import (
 type message struct {
 	method, header, body []byte
 	size                 uint64
-	cut, secret          bool
+	cut                  bool
 }
 
 // dissect returns the completing frame's own fields followed by "message".

@@ -40,7 +40,7 @@ func summaryLabel(name string) string {
 	return ""
 }
 
-// titleName turns "basic.get-ok" into "Basic.Get-Ok", as tshark prints it.
+// appendTitle appends "basic.get-ok" as "Basic.Get-Ok", as tshark prints it.
 func appendTitle(dst []byte, name string) []byte {
 	up := true
 	for i := 0; i < len(name); i++ {
@@ -165,11 +165,12 @@ func appendPrintable(dst, s []byte, max int) []byte {
 	if len(s) > max {
 		s, cut = s[:max], true
 	}
-	for _, c := range s {
+	n := len(dst)
+	dst = append(dst, s...)
+	for i, c := range dst[n:] {
 		if c < 0x20 || c == 0x7f {
-			c = '.'
+			dst[n+i] = '.'
 		}
-		dst = append(dst, c)
 	}
 	if cut {
 		dst = append(dst, "..."...)

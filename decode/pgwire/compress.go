@@ -55,6 +55,7 @@ type compression struct {
 	inflated   int64
 	messages   int
 	errors     int
+	reported   bool
 }
 
 // inflater is a streaming decompression context fed one container payload
@@ -328,9 +329,10 @@ func (c *compression) end(t time.Time) {
 		c.inf.close()
 		c.inf = nil
 	}
-	if c.containers == 0 || d.conn == nil {
+	if c.containers == 0 || d.conn == nil || c.reported {
 		return
 	}
+	c.reported = true
 	var b []byte
 	b = append(b, "pgsql compression: "...)
 	b = append(b, AlgorithmName(c.alg)...)

@@ -402,3 +402,42 @@ func TestCompressedWarnings(t *testing.T) {
 		t.Errorf("notes: %q", conn.Notes)
 	}
 }
+
+// TestCompressedCLIFrames decodes frames made by the zstd and lz4 command
+// line tools, which add what the streaming encoder leaves out (content
+// checksums, content sizes), carried in containers of 1000 bytes.
+func TestCompressedCLIFrames(t *testing.T) {
+	msgs := smallSession(4, 20)
+	plain := concat(msgs[1:])
+	for _, tool := range [][]string{{"zstd", "-q", "-c", "--content-size"}, {"lz4", "-q", "-c", "--content-size", "-BD"}} {
+		bin, err := exec.LookPath(tool[0])
+		if err != nil {
+			needPeer(t, "no %s command: %v", tool[0], err)
+		}
+		cmd := exec.Command(bin, tool[1:]...)
+		cmd.Stdin = bytes.NewReader(plain)
+		frame, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", tool[0], err)
+		}
+		alg := byte(pgwire.CompressionZstd)
+		if tool[0] == "lz4" {
+			alg = pgwire.CompressionLZ4
+		}
+		var s []byte
+		s = append(s, msgs[0].Raw...)
+		var typs []byte
+		for _, m := range msgs[1:] {
+			typs = append(typs, m.Raw[0])
+		}
+		for off := 0; off < len(frame); off += 1000 {
+			c := pgwire.CompressedMessages{Algorithm: alg, Data: frame[off:min(off+1000, len(frame))]}
+			if off == 0 {
+				c.Types = typs
+			}
+			s = c.Encode(s)
+		}
+		units, _ := decodeBackend(s, 3, 333, decode.DefaultOptions())
+		checkRecovered(t, tool[0]+" CLI", units, msgs, true)
+	}
+}

@@ -48,17 +48,22 @@ type dirState struct {
 	skipLeft int64
 	// skipped counts bytes passed over while resynchronising; the next
 	// unit carries a warning about them.
-	skipped  int64
-	resynced bool
+	skipped   int64
+	resynced  bool
+	midStream bool // no startup packet: the capture began mid-connection
 	// encrypted-stream bookkeeping
 	encKind  string
 	encBytes int64
 	encStart int64
-	encTime  time.Time
 	units    int
 }
 
 // Decoder is the per-connection PostgreSQL decoder. Build it with [New].
+//
+// A connection whose backend sends CompressedMessages holds a streaming
+// decompression context (for zstd, a coroutine) until End is called for
+// the backend direction: the pipeline must end every connection it
+// drops.
 type Decoder struct {
 	conn *decode.Conn
 	opt  decode.Options
@@ -80,7 +85,10 @@ type Decoder struct {
 	slab []byte
 }
 
-var _ decode.Decoder = (*Decoder)(nil)
+var (
+	_ decode.Decoder = (*Decoder)(nil)
+	_ decode.Factory = New
+)
 
 // New is the [decode.Factory] for PostgreSQL connections.
 func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
@@ -210,12 +218,11 @@ func (d *Decoder) emitEncrypted(dir decode.Dir, t time.Time) {
 	d.emit(u)
 }
 
-func (d *Decoder) encrypt(dir decode.Dir, kind string, off int64, t time.Time) {
+func (d *Decoder) encrypt(dir decode.Dir, kind string, off int64) {
 	ds := &d.dir[dir]
 	ds.mode = modeEncrypted
 	ds.encKind = kind
 	ds.encStart = off
-	ds.encTime = t
 	if d.conn != nil {
 		d.conn.Notes = append(d.conn.Notes, "pgsql: "+dir.String()+" stream switched to "+kind+" at offset "+strconv.FormatInt(off, 10)+"; its messages are not visible")
 	}
@@ -328,7 +335,7 @@ func (d *Decoder) untyped(b []byte, pos int64, t time.Time) (int, bool) {
 		if d.accepted == reqGSS {
 			kind = "GSSAPI"
 		}
-		d.encrypt(decode.DirF, kind, pos, t)
+		d.encrypt(decode.DirF, kind, pos)
 		return 0, true
 	}
 	if len(b) < 8 {
@@ -350,12 +357,13 @@ func (d *Decoder) untyped(b []byte, pos int64, t time.Time) (int, bool) {
 	if kind == "" {
 		if d.pending == reqGSS {
 			// GSSAPI-wrapped packets follow an accepted GSSENCRequest.
-			d.encrypt(decode.DirF, "GSSAPI", pos, t)
+			d.encrypt(decode.DirF, "GSSAPI", pos)
 			return 0, true
 		}
 		// Not a startup packet: the capture began mid-connection.
 		ds.mode = modeResync
 		ds.resynced = true
+		ds.midStream = true
 		return 0, true
 	}
 	if int64(len(b)) < n {
@@ -429,9 +437,9 @@ func (d *Decoder) answer(c byte, pos int64, t time.Time) {
 	d.emit(u)
 	switch c {
 	case 'S':
-		d.encrypt(decode.DirB, "TLS", pos+1, t)
+		d.encrypt(decode.DirB, "TLS", pos+1)
 	case 'G':
-		d.encrypt(decode.DirB, "GSSAPI", pos+1, t)
+		d.encrypt(decode.DirB, "GSSAPI", pos+1)
 	}
 }
 
@@ -504,12 +512,18 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 // put emits a top-level unit, adding the resynchronisation warning.
 func (d *Decoder) put(ds *dirState, u *decode.Unit) {
 	if ds.resynced && u.Err == "" && ds.mode != modeResync {
-		if ds.skipped > 0 {
+		switch {
+		case ds.midStream && ds.skipped > 0:
+			u.Warn("pgsql: no startup packet, the capture begins mid-connection; skipped " + strconv.FormatInt(ds.skipped, 10) + " bytes to the first message")
+		case ds.midStream:
+			u.Warn("pgsql: no startup packet, the capture begins mid-connection")
+		case ds.skipped > 0:
 			u.Warn("pgsql: resynchronised after a gap or undecodable bytes; skipped " + strconv.FormatInt(ds.skipped, 10) + " bytes")
-		} else {
+		default:
 			u.Warn("pgsql: resynchronised after a gap")
 		}
 		ds.resynced = false
+		ds.midStream = false
 		ds.skipped = 0
 	}
 	ds.units++

@@ -414,3 +414,26 @@ func TestGarbageThenMessages(t *testing.T) {
 		t.Errorf("warning repeated: %q", units[3].Warnings)
 	}
 }
+
+// TestProtocol32Keys: protocol 3.2's BackendKeyData carries a longer key.
+func TestProtocol32Keys(t *testing.T) {
+	key := bytes.Repeat([]byte{0xab}, 32)
+	m := pgwire.StartupMessage{ProtocolVersion: 3<<16 | 2, Params: []pgwire.Param{{Name: []byte("user"), Value: []byte("u")}}}
+	units, _ := run(t, nil,
+		feed{dir: decode.DirF, b: m.Encode(nil)},
+		feed{dir: decode.DirB, b: (&pgwire.BackendKeyData{ProcessID: 99, SecretKey: key}).Encode(nil)},
+	)
+	if got := types(units); got != "F:StartupMessage B:BackendKeyData" {
+		t.Fatalf("got %s", got)
+	}
+	if !strings.Contains(units[0].Summary, "3.2") {
+		t.Errorf("summary %q", units[0].Summary)
+	}
+	fs := units[1].Fields()
+	if f := field(fs, "pgsql.key"); f == nil || !bytes.Equal(f.Value.([]byte), key) || f.Offset != 9 || f.Length != 32 {
+		t.Errorf("key field %+v", f)
+	}
+	if f := field(units[0].Fields(), "pgsql.version_minor"); f == nil || f.Value != int64(2) {
+		t.Errorf("minor version %+v", f)
+	}
+}

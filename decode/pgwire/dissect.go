@@ -397,7 +397,10 @@ func backendFields(b *builder, u *decode.Unit, typ byte, redact bool) {
 	case TypeFunctionCallResponse:
 		b.value(nil, "result", false)
 	case TypeNegotiateProtocolVersion:
-		b.u32(nil, "newest-minor", "pgsql.version_supported_minor")
+		if v, f := b.u32(nil, "newest-minor", "pgsql.version_supported_minor"); f != nil && v > 0xffff {
+			// PostgreSQL sends the whole version (PG_PROTOCOL_LATEST).
+			f.Display = strconv.Itoa(int(v>>16)) + "." + strconv.Itoa(int(v&0xffff)) + " (" + strconv.Itoa(int(v)) + ")"
+		}
 		n, _ := b.i32(nil, "unrecognized-options", "pgsql.number_nonsupported_options")
 		l := b.list(nil, "options", int(n))
 		for i := 0; i < int(n) && b.c.err == nil; i++ {

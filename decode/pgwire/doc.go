@@ -7,10 +7,13 @@
 // The package has three layers:
 //
 //   - a codec: [ReadHeader] frames typed messages, [MessageName] names them
-//     the way libpq's trace does, and typed messages ([StartupMessage],
-//     [DataRow], [RowDescription], [ErrorResponse], [CompressedMessages],
-//     the replication messages, ...) decode in place from a body without
-//     allocating and encode by appending;
+//     the way libpq's trace does, and one type per message family
+//     ([StartupMessage], [Query], [Parse], [Bind], [DataRow],
+//     [RowDescription], [ErrorResponse], [CopyResponse],
+//     [CompressedMessages], [XLogData], ...) decodes in place from a body
+//     without allocating in steady state (slices point into the body) and
+//     encodes by appending; errors name the message, what was short and
+//     where;
 //   - a per-connection [decode.Decoder] built by [New] (a [decode.Factory])
 //     that follows the startup phase (SSL/GSS negotiation, authentication
 //     exchanges, TLS switch), COPY and streaming replication, inflates

@@ -164,7 +164,27 @@ func FuzzMessages(f *testing.F) {
 			}
 		}
 		var sm pgwire.StartupMessage
-		_ = sm.Decode(b)
+		if sm.Decode(b) == nil {
+			if got := sm.Encode(nil); string(got[4:]) != string(b) {
+				t.Fatalf("StartupMessage round trip: %x != %x", got[4:], b)
+			}
+		}
+		// Every message whose encoding is canonical must round-trip.
+		type codec interface {
+			Decode([]byte) error
+			Encode([]byte) []byte
+		}
+		for _, m := range []codec{&pgwire.Query{}, &pgwire.Parse{}, &pgwire.Execute{}, &pgwire.FunctionCall{},
+			&pgwire.SASLInitialResponse{}, &pgwire.PasswordMessage{}, &pgwire.CommandComplete{},
+			&pgwire.ParameterStatus{}, &pgwire.ParameterDescription{}, &pgwire.NotificationResponse{},
+			&pgwire.FunctionCallResponse{}, &pgwire.NegotiateProtocolVersion{}, &pgwire.RowDescription{},
+			&pgwire.BackendKeyData{}, &pgwire.Authentication{}, &pgwire.CompressedMessages{}} {
+			if m.Decode(b) == nil {
+				if got := m.Encode(nil); string(got[5:]) != string(b) {
+					t.Fatalf("%T round trip: %x != %x", m, got[5:], b)
+				}
+			}
+		}
 		var cm pgwire.CompressedMessages
 		_ = cm.Decode(b)
 	})

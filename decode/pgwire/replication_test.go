@@ -1,6 +1,7 @@
 package pgwire_test
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/pgwire"
+	"github.com/wiretap-dev/wiretap/decode/pgwire/pqtrace"
 )
 
 // TestReplicationStream records pg_receivewal streaming WAL from a real
@@ -134,5 +137,67 @@ func TestTLSSession(t *testing.T) {
 	}
 	if len(conn.Notes) != 2 {
 		t.Errorf("notes: %q", conn.Notes)
+	}
+}
+
+// TestNegotiateProtocolVersion asks a real server for protocol 3.2 and
+// offers compression the way the proposal's libpq does: PostgreSQL 15
+// answers NegotiateProtocolVersion naming the option it does not know.
+func TestNegotiateProtocolVersion(t *testing.T) {
+	conninfo := postgres(t)
+	var host, port string
+	for _, kv := range strings.Fields(conninfo) {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "host":
+			host = v
+		case "port":
+			port = v
+		}
+	}
+	addr, rec, wait := relay(t, net.JoinHostPort(host, port))
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := pgwire.StartupMessage{ProtocolVersion: 3<<16 | 2, Params: []pgwire.Param{
+		{Name: []byte("user"), Value: []byte("postgres")},
+		{Name: []byte("database"), Value: []byte("postgres")},
+		{Name: []byte("_pq_.supported_compressions"), Value: []byte("zstd,lz4")},
+	}}
+	if _, err := c.Write(m.Encode(nil)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	var got []byte
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil || bytes.Contains(got, []byte("SCRAM-SHA-256")) {
+			break
+		}
+	}
+	t.Logf("answer after %v", time.Since(start))
+	c.Close()
+	wait()
+	t.Logf("relay done after %v", time.Since(start))
+	units, _ := decodeChunks(rec.chunks, nil)
+	if tt := types(units); !strings.HasPrefix(tt, "F:StartupMessage B:NegotiateProtocolVersion B:AuthenticationSASL") {
+		t.Fatalf("got %s", tt)
+	}
+	fs := units[1].Fields()
+	if f := decode.Find(fs, "pgsql.nonsupported_option"); f == nil || f.Value != "_pq_.supported_compressions" {
+		t.Errorf("option: %+v", f)
+	}
+	// PostgreSQL 15 sends PG_PROTOCOL_LATEST, the whole version 3.0
+	// (196608), where the documentation promises the newest minor.
+	if f := decode.Find(fs, "pgsql.version_supported_minor"); f == nil || f.Value != uint64(196608) || f.Text() != "3.0 (196608)" {
+		t.Errorf("newest minor: %+v", f)
+	}
+	line := string(pqtrace.AppendUnit(nil, units[1], pqtrace.Options{}))
+	if line != "B\t40\tNegotiateProtocolVersion\t 196608 1 \"_pq_.supported_compressions\"\n" {
+		t.Errorf("trace line %q", line)
 	}
 }

@@ -141,7 +141,11 @@ func summarize(name string, typ byte, body []byte, fromFrontend, redacted bool) 
 		}
 	case TypeNegotiateProtocolVersion:
 		if len(body) >= 4 {
-			return "NegotiateProtocolVersion: newest minor " + strconv.FormatUint(uint64(binary.BigEndian.Uint32(body)), 10)
+			v := binary.BigEndian.Uint32(body)
+			if v > 0xffff {
+				return "NegotiateProtocolVersion: newest version " + strconv.Itoa(int(v>>16)) + "." + strconv.Itoa(int(v&0xffff))
+			}
+			return "NegotiateProtocolVersion: newest minor " + strconv.FormatUint(uint64(v), 10)
 		}
 	}
 	return name

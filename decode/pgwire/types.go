@@ -2,9 +2,6 @@ package pgwire
 
 import "strconv"
 
-// Proto is the protocol name used in errors.
-const protoName = "pgsql"
-
 // Frontend message type bytes (protocol-message-formats.html).
 const (
 	TypeBind         = 'B'

@@ -20,8 +20,9 @@ func ReadHeader(b []byte) (typ byte, length int64, ok bool) {
 	return b[0], int64(int32(binary.BigEndian.Uint32(b[1:]))), true
 }
 
-// errBody is returned (wrapped) by typed message decoders for a malformed body.
-var errBody = errors.New("pgsql: malformed message")
+// ErrMalformed is wrapped by every error a typed message decoder returns:
+// errors.Is(err, ErrMalformed) tells a malformed body from other failures.
+var ErrMalformed = errors.New("pgsql: malformed message")
 
 // bodyError builds an error naming the message and the lengths involved:
 // "pgsql: DataRow: column 3 length 50 exceeds the 12 bytes left at offset 40".
@@ -38,7 +39,7 @@ func (e *bodyErr) Error() string {
 	return "pgsql: " + e.msg + ": " + e.what + " at body offset " + strconv.Itoa(e.off)
 }
 
-func (e *bodyErr) Unwrap() error { return errBody }
+func (e *bodyErr) Unwrap() error { return ErrMalformed }
 
 // cursor reads a message body with bounds checks. The first failure sticks:
 // later reads return zero values and err explains the first problem.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -56,6 +58,56 @@ func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32,
 		}
 	}
 	return out, int32(len(units)), nil
+}
+
+// ScanAll is Scan without a limit over units [from, len(units)), split
+// across the available processors; progress counts units looked at.
+func ScanAll(ctx context.Context, units []*decode.Unit, from int32, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, error) {
+	n := len(units) - int(from)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/(1<<16)))
+	if workers <= 1 {
+		rows, _, err := Scan(ctx, units, nil, from, 0, match, progress)
+		return rows, err
+	}
+	parts := make([][]int32, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	per := (n + workers - 1) / workers
+	for w := range workers {
+		lo := int(from) + w*per
+		hi := min(lo+per, len(units))
+		wg.Go(func() {
+			var out []int32
+			for i := lo; i < hi; i++ {
+				if (i-lo)%4096 == 0 && i > lo {
+					if err := ctx.Err(); err != nil {
+						errs[w] = err
+						return
+					}
+					if progress != nil {
+						progress.Add(4096)
+					}
+				}
+				if match(units[i]) {
+					out = append(out, int32(i))
+				}
+			}
+			parts[w] = out
+		})
+	}
+	wg.Wait()
+	total := 0
+	for w := range workers {
+		if errs[w] != nil {
+			return nil, errs[w]
+		}
+		total += len(parts[w])
+	}
+	rows := make([]int32, 0, total)
+	for _, p := range parts {
+		rows = append(rows, p...)
+	}
+	return rows, nil
 }
 
 // Find returns the first position p in rows, starting at start and moving

@@ -141,6 +141,9 @@ func (s *Store) First() time.Time {
 // numbered in output order, so this is a lookup, or a binary search when
 // numbering has gaps.
 func (s *Store) IndexOfN(n int) int32 {
+	if len(s.units) == 0 || n > s.units[len(s.units)-1].N {
+		return -1 // a container not yet arrived: the common case for B* units
+	}
 	if n >= 1 && n <= len(s.units) && s.units[n-1].N == n {
 		return int32(n - 1)
 	}

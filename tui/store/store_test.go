@@ -246,3 +246,22 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(units)), "ns/unit")
 }
+
+func TestScanAllMatchesScan(t *testing.T) {
+	units := fake.Generate(300000, 8)
+	odd := func(u *decode.Unit) bool { return u.N%7 == 3 || u.Type == "transfer" }
+	want, _, _ := Scan(context.Background(), units, nil, 1234, 0, odd, nil)
+	var progress atomic.Int64
+	got, err := ScanAll(context.Background(), units, 1234, odd, &progress)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("%d rows, want %d (%v)", len(got), len(want), err)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("row %d: %d, want %d", i, got[i], want[i])
+		}
+	}
+	if progress.Load() == 0 {
+		t.Error("no progress reported")
+	}
+}

@@ -1,7 +1,3 @@
-// Package connlist is the pane listing connections: client, server,
-// protocol, units and bytes per direction, a checksum summary and a
-// problem badge. Its first row stands for all connections; moving the
-// cursor narrows the unit list to the chosen connection.
 package connlist
 
 import (
@@ -21,6 +17,9 @@ import (
 // ChosenMsg reports the connection chosen: an index into store.Conns, or
 // -1 for all.
 type ChosenMsg struct{ Conn int }
+
+// ckWidth fits three verdict counts of a large capture.
+const ckWidth = 24
 
 // Model is the pane.
 type Model struct {
@@ -103,7 +102,7 @@ func (m Model) View() string {
 		return ""
 	}
 	var b strings.Builder
-	hdr := pad("#", 4) + pad("client", 23) + pad("server", 23) + pad("proto", 10) + pad("units F/B", 16) + pad("bytes", 10) + pad("checksums", 16) + "problems"
+	hdr := pad("#", 4) + pad("client", 23) + pad("server", 23) + pad("proto", 10) + pad("units F/B", 16) + pad("bytes", 10) + pad("checksums", ckWidth) + "problems"
 	b.WriteString(m.sty.Header.Render(fit(hdr, m.w)))
 	conns := m.st.Conns()
 	rows := max(1, m.h-1)
@@ -158,7 +157,7 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 
 func (m *Model) checksums(ck [3]int, plain bool) string {
 	if ck[0]+ck[1]+ck[2] == 0 {
-		return pad("", 16)
+		return pad("", ckWidth)
 	}
 	sy := m.sty
 	parts := []struct {
@@ -177,8 +176,8 @@ func (m *Model) checksums(ck [3]int, plain bool) string {
 			b.WriteString(p.st.Render(s))
 		}
 	}
-	if w < 16 {
-		b.WriteString(strings.Repeat(" ", 16-w))
+	if w < ckWidth {
+		b.WriteString(strings.Repeat(" ", ckWidth-w))
 	}
 	return b.String()
 }

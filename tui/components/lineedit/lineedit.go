@@ -1,6 +1,3 @@
-// Package lineedit is the one-line editor under the filter bar and the
-// command line: insertion at a cursor, word and line deletion, and a
-// rendering that can underline a range (where a filter fails to parse).
 package lineedit
 
 import (
@@ -62,8 +59,14 @@ func (m *Model) Update(k tea.KeyPressMsg) (changed bool) {
 	case "ctrl+k":
 		m.Value = v[:c]
 	case "ctrl+w", "alt+backspace":
-		i := strings.TrimRight(v[:c], " ")
-		j := strings.LastIndexAny(i, " (!&|=<>") + 1
+		// Back over spaces, then over a word or a run of operators.
+		j := len(strings.TrimRight(v[:c], " "))
+		if j > 0 {
+			word := isWord(v[j-1])
+			for j > 0 && v[j-1] != ' ' && isWord(v[j-1]) == word {
+				j--
+			}
+		}
 		m.Value, m.Cursor = v[:j]+v[c:], j
 	default:
 		if k.Text == "" || k.Mod&^(tea.ModShift|tea.ModCapsLock) != 0 { // printable; shift allowed
@@ -102,4 +105,9 @@ func (m Model) View(text, errStyle lipgloss.Style, errFrom, errLen int, focused 
 		i += n
 	}
 	return b.String()
+}
+
+func isWord(c byte) bool {
+	return c >= 0x80 || c == '.' || c == '_' || c == '-' || c == '"' ||
+		'0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
