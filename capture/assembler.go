@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/ip4defrag"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // Assembler reassembles TCP connections from packets and feeds a
@@ -25,6 +29,8 @@ type Assembler struct {
 	buffered int
 
 	seg         segment
+	defrag      *ip4defrag.IPv4Defragmenter
+	fragments   int       // fragments since the last discard of stale ones
 	idleCheck   time.Time // capture time of the last idle check
 	warnedFlows bool
 	warnedTotal bool
@@ -109,6 +115,9 @@ func (a *Assembler) Packet(p *Packet) {
 		a.segment(&a.seg, p.Time)
 	case decodedFragment:
 		a.stats.Fragments++
+		if a.seg.fragment != nil {
+			a.defragment(a.seg.fragment, p.Time)
+		}
 	default:
 		a.stats.Skipped++
 	}
@@ -449,4 +458,39 @@ func (a *Assembler) Flush() {
 	}
 	clear(a.conns)
 	a.closed = nil
+}
+
+// fragmentTimeout is how long the fragments of an incomplete IPv4 datagram
+// are kept: Linux's default ipfrag_time.
+const fragmentTimeout = 30 * time.Second
+
+// defragment reassembles IPv4 fragments with gopacket's ip4defrag (RFC 791
+// section 3.2, with its checks against overlapping and oversized
+// fragments) and reassembles the TCP segment of a completed datagram.
+// Fragments are rare, so this path may allocate.
+func (a *Assembler) defragment(ip []byte, t time.Time) {
+	if a.defrag == nil {
+		a.defrag = ip4defrag.NewIPv4Defragmenter()
+	}
+	if a.fragments++; a.fragments >= 1024 {
+		a.fragments = 0
+		a.defrag.DiscardOlderThan(t.Add(-fragmentTimeout))
+	}
+	frag := new(layers.IPv4)
+	if err := frag.DecodeFromBytes(slices.Clone(ip), gopacket.NilDecodeFeedback); err != nil {
+		return
+	}
+	whole, err := a.defrag.DefragIPv4WithTimestamp(frag, t)
+	if err != nil || whole == nil || whole.Protocol != layers.IPProtocolTCP {
+		return
+	}
+	src, ok1 := netip.AddrFromSlice(whole.SrcIP.To4())
+	dst, ok2 := netip.AddrFromSlice(whole.DstIP.To4())
+	if !ok1 || !ok2 {
+		return
+	}
+	if decodeTCP(whole.Payload, src, dst, 0, &a.seg) == decodedTCP {
+		a.stats.TCP++
+		a.segment(&a.seg, t)
+	}
 }

@@ -107,7 +107,7 @@ type Stats struct {
 	Bytes     int64 // captured bytes in those records
 	TCP       int64 // TCP segments decoded
 	Skipped   int64 // records that are not TCP over IP, or too damaged to decode
-	Fragments int64 // IP fragments (not reassembled; their bytes become gaps)
+	Fragments int64 // IP fragments (IPv4 ones are reassembled; IPv6 ones become gaps)
 	Flows     int   // connections seen
 	Gaps      int64 // gaps reported, not counting unknown starts
 	GapBytes  int64 // bytes known to be lost (gaps of unknown length add nothing)

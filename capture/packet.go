@@ -44,6 +44,8 @@ type segment struct {
 	// missing counts payload bytes the IP header declares but the capture
 	// does not hold (snap length).
 	missing int
+	// fragment is the IPv4 packet when decodeSegment found a fragment.
+	fragment []byte
 }
 
 // decodeResult says what decodeSegment found.
@@ -143,6 +145,7 @@ func decodeIPv4(data []byte, s *segment) decodeResult {
 	}
 	if flagsFrag := binary.BigEndian.Uint16(data[6:8]); flagsFrag&0x3fff != 0 {
 		// More fragments, or a fragment offset: part of a fragmented datagram.
+		s.fragment = data
 		return decodedFragment
 	}
 	if data[9] != 6 {
@@ -200,6 +203,7 @@ func decodeIPv6(data []byte, s *segment) decodeResult {
 				return decodedOther
 			}
 			if binary.BigEndian.Uint16(data[2:4])&0xfff9 != 0 {
+				s.fragment = nil // IPv6 fragments are not reassembled
 				return decodedFragment
 			}
 			next, data = data[0], data[8:] // an atomic fragment

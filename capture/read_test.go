@@ -217,15 +217,61 @@ func TestReadProgressAndTap(t *testing.T) {
 	}
 }
 
+// fragments splits an IPv4 packet into fragments of at most size payload
+// bytes (a multiple of 8).
+func fragments(ip []byte, size int) [][]byte {
+	hdr, payload := ip[:20], ip[20:]
+	var out [][]byte
+	for off := 0; off < len(payload); off += size {
+		end := min(off+size, len(payload))
+		f := append(bytes.Clone(hdr), payload[off:end]...)
+		binary.BigEndian.PutUint16(f[2:], uint16(len(f)))
+		ff := uint16(off / 8)
+		if end < len(payload) {
+			ff |= 0x2000 // more fragments
+		}
+		binary.BigEndian.PutUint16(f[6:], ff)
+		binary.BigEndian.PutUint16(f[4:], 77) // identification
+		out = append(out, f)
+	}
+	return out
+}
+
 func TestReadIPv4Fragments(t *testing.T) {
-	seg := tcp{src: cli, dst: srv, seq: 1, flags: ack, payload: "fragmented"}.ip(0)
-	frag := bytes.Clone(seg)
-	frag[6] = 0x20 // more fragments
-	later := bytes.Clone(seg)
-	later[7] = 0x10 // offset
-	recs := []record{{data: frame(1, frag, 0)}, {data: frame(1, later, 0)}}
-	_, stats := readBytes(t, pcapFile(binary.LittleEndian, false, 1, recs), nil)
-	if stats.Fragments != 2 || stats.TCP != 0 {
+	segs := conversation(cli, srv)
+	segs[3].payload = strings.Repeat("0123456789", 30)
+	for i := 4; i < len(segs); i++ {
+		if segs[i].src == cli {
+			segs[i].seq += uint32(len(segs[3].payload) - 8)
+		}
+	}
+	var recs []record
+	for i, s := range segs {
+		ip := s.ip(0)
+		if i != 3 {
+			recs = append(recs, record{t: time.Unix(int64(i), 0), data: frame(1, ip, 0)})
+			continue
+		}
+		fr := fragments(ip, 64)
+		// Out of order, one of them twice.
+		for _, j := range []int{2, 0, 4, 1, 2, 3} {
+			recs = append(recs, record{t: time.Unix(int64(i), 0), data: frame(1, fr[j], 0)})
+		}
+	}
+	r, stats := readBytes(t, pcapFile(binary.LittleEndian, false, 1, recs), nil)
+	if stats.Fragments != 6 {
+		t.Errorf("stats %+v", stats)
+	}
+	if got := r.stream[1][0].String(); got != segs[3].payload {
+		t.Errorf("client sent %q", got)
+	}
+	if got := r.stream[1][1].String(); got != "12345678" || r.closed[1] != 1 {
+		t.Errorf("server sent %q; closed %d", got, r.closed[1])
+	}
+	// A fragment whose datagram never completes is dropped.
+	frag := fragments(segs[3].ip(0), 64)[0]
+	_, stats = readBytes(t, pcapFile(binary.LittleEndian, false, 1, []record{{data: frame(1, frag, 0)}}), nil)
+	if stats.Fragments != 1 || stats.TCP != 0 {
 		t.Errorf("stats %+v", stats)
 	}
 }

@@ -162,6 +162,19 @@ func (d *driver) golden(name string) {
 		d.t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if string(want) != got {
-		d.t.Errorf("screen differs from %s (go test -update rewrites it)\n--- got\n%s--- want\n%s", path, got, want)
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				d.t.Errorf("screen differs from %s at line %d (go test -update rewrites it)\n got: %s\nwant: %s\n--- screen\n%s", path, i+1, g, w, got)
+				return
+			}
+		}
 	}
 }

@@ -17,6 +17,7 @@ type Store struct {
 	connIx  map[*decode.Conn]int32
 	byConn  [][]int32
 	connTop [][]int32 // per connection: units with no parent
+	counts  []Counts
 
 	kids    map[int32][]int32        // container index -> nested unit indices
 	pending map[*decode.Unit][]int32 // nested units whose container has not arrived yet
@@ -49,9 +50,11 @@ func (s *Store) Append(batch []*decode.Unit) {
 			s.conns = append(s.conns, u.Conn)
 			s.byConn = append(s.byConn, nil)
 			s.connTop = append(s.connTop, nil)
+			s.counts = append(s.counts, Counts{})
 		}
 		if u.Conn != nil {
 			s.byConn[ci] = append(s.byConn[ci], ix)
+			s.counts[ci].add(u)
 		}
 		if len(u.Warnings) > 0 || u.Err != "" {
 			s.problem++
@@ -74,6 +77,50 @@ func (s *Store) Append(batch []*decode.Unit) {
 		}
 	}
 }
+
+// Counts are a connection's totals as the store has seen them. The TUI
+// reads these rather than decode.Conn's counters, which the pipeline keeps
+// updating on its own goroutine.
+type Counts struct {
+	Units     [2]int   // by direction, nested units included
+	Bytes     [2]int64 // wire bytes by direction: nested units are inside their container's
+	Warnings  int      // units with warnings
+	Errors    int      // units with an error
+	Checksums [3]int   // AMQP 1.0 verdicts, by decode.ChecksumStatus
+}
+
+func (c *Counts) add(u *decode.Unit) {
+	d := u.Dir & 1
+	c.Units[d]++
+	if u.Parent == nil {
+		c.Bytes[d] += int64(u.Len)
+	}
+	if len(u.Warnings) > 0 {
+		c.Warnings++
+	}
+	if u.Err != "" {
+		c.Errors++
+	}
+	if u.Checksum != nil && int(u.Checksum.Status) < len(c.Checksums) {
+		c.Checksums[u.Checksum.Status]++
+	}
+}
+
+// Add sums o into c.
+func (c *Counts) Add(o Counts) {
+	for d := range 2 {
+		c.Units[d] += o.Units[d]
+		c.Bytes[d] += o.Bytes[d]
+	}
+	c.Warnings += o.Warnings
+	c.Errors += o.Errors
+	for i := range c.Checksums {
+		c.Checksums[i] += o.Checksums[i]
+	}
+}
+
+// ConnCounts returns connection c's totals.
+func (s *Store) ConnCounts(c int) Counts { return s.counts[c] }
 
 // Len reports how many units the store holds.
 func (s *Store) Len() int { return len(s.units) }

@@ -120,31 +120,19 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 	sy := m.sty
 	sel := r == m.cursor
 	var line string
+	var n store.Counts
 	if r == 0 {
-		var u [2]int
-		var by [2]int64
-		var ck [3]int
-		warn, errs := 0, 0
-		for _, c := range conns {
-			u[0] += c.Units[0]
-			u[1] += c.Units[1]
-			by[0] += c.Bytes[0]
-			by[1] += c.Bytes[1]
-			for i := range ck {
-				ck[i] += c.Checksums[i]
-			}
-			warn += c.Warnings
-			errs += c.Errors
+		for c := range conns {
+			n.Add(m.st.ConnCounts(c))
 		}
-		line = pad("*", 4) + pad("all connections ("+strconv.Itoa(len(conns))+")", 46) + pad("", 10) +
-			pad(strconv.Itoa(u[0])+"/"+strconv.Itoa(u[1]), 16) + pad(Bytes(by[0]+by[1]), 10) +
-			m.checksums(ck, sel) + m.problems(warn, errs, sel)
+		line = pad("*", 4) + pad("all connections ("+strconv.Itoa(len(conns))+")", 46) + pad("", 10)
 	} else {
 		c := conns[r-1]
-		line = pad(strconv.Itoa(c.ID), 4) + pad(c.Client.String(), 23) + pad(c.Server.String(), 23) + pad(c.Proto.String(), 10) +
-			pad(strconv.Itoa(c.Units[0])+"/"+strconv.Itoa(c.Units[1]), 16) + pad(Bytes(c.Bytes[0]+c.Bytes[1]), 10) +
-			m.checksums(c.Checksums, sel) + m.problems(c.Warnings, c.Errors, sel)
+		n = m.st.ConnCounts(r - 1)
+		line = pad(strconv.Itoa(c.ID), 4) + pad(c.Client.String(), 23) + pad(c.Server.String(), 23) + pad(c.Proto.String(), 10)
 	}
+	line += pad(strconv.Itoa(n.Units[0])+"/"+strconv.Itoa(n.Units[1]), 16) + pad(Bytes(n.Bytes[0]+n.Bytes[1]), 10) +
+		m.checksums(n.Checksums, sel) + m.problems(n.Warnings, n.Errors, sel)
 	if sel {
 		st := sy.Selected
 		if !m.Focused {
