@@ -29,11 +29,11 @@ type Assembler struct {
 	buffered int
 
 	seg         segment
+	free        [][]byte // buffers for held segments
 	defrag      *ip4defrag.IPv4Defragmenter
 	fragments   int       // fragments since the last discard of stale ones
 	idleCheck   time.Time // capture time of the last idle check
 	warnedFlows bool
-	warnedTotal bool
 }
 
 // flowKey is a connection's 4-tuple with the lower address first, so both
@@ -67,8 +67,13 @@ type half struct {
 	isn     uint32 // initial sequence number, when synSeen
 	next    uint32 // sequence number of the next byte to deliver
 	finSeq  uint32
-	ooo     []pending // out-of-order segments, ordered by seq
+	// ooo[head:] are the out-of-order segments, ordered by seq; popping
+	// advances head, so the slice keeps its capacity.
+	ooo  []pending
+	head int
 }
+
+func (h *half) heldCount() int { return len(h.ooo) - h.head }
 
 // pending is an out-of-order segment waiting for the bytes before it.
 type pending struct {
@@ -267,33 +272,65 @@ func (a *Assembler) gap(c *conn, d int, n int, t time.Time) {
 // drain delivers the held segments that have become in order.
 func (a *Assembler) drain(c *conn, d int, t time.Time) {
 	h := &c.half[d]
-	for len(h.ooo) > 0 && !h.done {
-		p := h.ooo[0]
+	for h.heldCount() > 0 && !h.done {
+		p := h.ooo[h.head]
 		if int32(p.seq-h.next) > 0 {
 			return
 		}
 		a.pop(c, d)
 		a.deliver(c, d, p.seq, p.data, p.missing, t)
+		a.recycle(p.data)
 	}
 }
 
+// pop removes the earliest held segment of direction d; the caller
+// recycles its data when done with it.
 func (a *Assembler) pop(c *conn, d int) {
 	h := &c.half[d]
-	n := len(h.ooo[0].data)
+	n := len(h.ooo[h.head].data)
 	c.buffered -= n
 	a.buffered -= n
-	h.ooo[0] = pending{}
-	h.ooo = h.ooo[1:]
-	if len(h.ooo) == 0 {
-		h.ooo = nil
+	h.ooo[h.head] = pending{}
+	h.head++
+	if h.head == len(h.ooo) {
+		h.ooo, h.head = h.ooo[:0], 0
 	}
 }
 
 // release drops what is held for a finished direction.
 func (a *Assembler) release(c *conn, d int) {
-	for len(c.half[d].ooo) > 0 {
+	for h := &c.half[d]; h.heldCount() > 0; {
+		data := h.ooo[h.head].data
 		a.pop(c, d)
+		a.recycle(data)
 	}
+}
+
+// Buffers of held segments are reused, so that reordering in steady state
+// allocates little.
+const (
+	maxFreeBuffers  = 256
+	freeBufferBytes = 2048 // what one full-size Ethernet segment needs
+)
+
+func (a *Assembler) recycle(b []byte) {
+	if cap(b) == freeBufferBytes && len(a.free) < maxFreeBuffers {
+		a.free = append(a.free, b[:0])
+	}
+}
+
+// clone copies data into a reused buffer when it fits one.
+func (a *Assembler) clone(data []byte) []byte {
+	if len(data) > freeBufferBytes {
+		return slices.Clone(data)
+	}
+	var b []byte
+	if n := len(a.free); n > 0 {
+		b, a.free = a.free[n-1], a.free[:n-1]
+	} else {
+		b = make([]byte, 0, freeBufferBytes)
+	}
+	return append(b, data...)
 }
 
 // hold keeps an out-of-order segment until the bytes before it arrive,
@@ -302,12 +339,12 @@ func (a *Assembler) hold(c *conn, d int, seq uint32, data []byte, missing int, f
 	h := &c.half[d]
 	for c.buffered+len(data) > a.opt.MaxBufferedPerFlow || a.buffered+len(data) > a.opt.MaxBufferedTotal {
 		a.overBudget(c)
-		if len(h.ooo) == 0 {
+		if h.heldCount() == 0 {
 			// Nothing of this direction to give up: the hole before this
 			// segment is lost.
 			a.skipTo(c, d, seq, t)
 		} else {
-			a.skipTo(c, d, h.ooo[0].seq, t)
+			a.skipTo(c, d, h.ooo[h.head].seq, t)
 		}
 		if h.done {
 			return
@@ -318,20 +355,27 @@ func (a *Assembler) hold(c *conn, d int, seq uint32, data []byte, missing int, f
 			return
 		}
 	}
-	i, found := slices.BinarySearchFunc(h.ooo, seq, func(p pending, seq uint32) int {
+	i, found := slices.BinarySearchFunc(h.ooo[h.head:], seq, func(p pending, seq uint32) int {
 		return int(int32(p.seq - seq))
 	})
 	if found {
-		p := &h.ooo[i]
+		p := &h.ooo[h.head+i]
 		if len(p.data)+p.missing >= len(data)+missing {
 			return // a retransmission of a held segment
 		}
 		c.buffered += len(data) - len(p.data)
 		a.buffered += len(data) - len(p.data)
-		*p = pending{seq: seq, data: append(p.data[:0], data...), missing: missing, fin: fin, t: t}
+		a.recycle(p.data)
+		*p = pending{seq: seq, data: a.clone(data), missing: missing, fin: fin, t: t}
 		return
 	}
-	h.ooo = slices.Insert(h.ooo, i, pending{seq: seq, data: slices.Clone(data), missing: missing, fin: fin, t: t})
+	if h.head > 0 && len(h.ooo) == cap(h.ooo) {
+		// Reuse the popped front instead of growing.
+		n := copy(h.ooo, h.ooo[h.head:])
+		clear(h.ooo[n:])
+		h.ooo, h.head = h.ooo[:n], 0
+	}
+	h.ooo = slices.Insert(h.ooo, h.head+i, pending{seq: seq, data: a.clone(data), missing: missing, fin: fin, t: t})
 	c.buffered += len(data)
 	a.buffered += len(data)
 }
@@ -365,8 +409,8 @@ func (a *Assembler) skipTo(c *conn, d int, seq uint32, t time.Time) {
 // holes, at the held segments' own times.
 func (a *Assembler) flushHalf(c *conn, d int) {
 	h := &c.half[d]
-	for len(h.ooo) > 0 && !h.done {
-		a.skipTo(c, d, h.ooo[0].seq, h.ooo[0].t)
+	for h.heldCount() > 0 && !h.done {
+		a.skipTo(c, d, h.ooo[h.head].seq, h.ooo[h.head].t)
 	}
 	a.release(c, d)
 }

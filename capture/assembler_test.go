@@ -289,3 +289,20 @@ func TestReassemblyIdleTimeout(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestReassemblyIPv4LengthUnset(t *testing.T) {
+	// Segmentation offload on the capturing host records IPv4 total length
+	// 0; the captured bytes are the packet. Ethernet padding is trimmed when
+	// the length is set.
+	seg := tcp{src: cli, dst: srv, seq: 1, flags: ack, payload: "tso"}.ip(0)
+	seg[2], seg[3] = 0, 0
+	padded := append(tcp{src: cli, dst: srv, seq: 4, flags: ack, payload: "!"}.ip(0), 0, 0, 0, 0)
+	r := newRecorder()
+	a := capture.NewAssembler(r, nil, nil)
+	a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Data: seg, Length: len(seg)})
+	a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Data: padded, Length: len(padded)})
+	a.Flush()
+	if got := r.stream[1][0].String(); got != "tso!" {
+		t.Errorf("stream %q, want %q", got, "tso!")
+	}
+}

@@ -71,8 +71,9 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportMetric(float64(packets)*float64(b.N)/b.Elapsed().Seconds(), "packets/s")
 }
 
-// loadPackets decodes the synthesised capture into memory.
-func loadPackets(b *testing.B) []capture.Packet {
+// loadPackets decodes the synthesised capture into memory; with reorder,
+// every tenth packet swaps places with the next.
+func loadPackets(b *testing.B, reorder bool) []capture.Packet {
 	file, _ := benchCapture()
 	r, err := pcapgo.NewNgReader(bytes.NewReader(file), pcapgo.DefaultNgReaderOptions)
 	if err != nil {
@@ -86,12 +87,22 @@ func loadPackets(b *testing.B) []capture.Packet {
 		}
 		pkts = append(pkts, capture.Packet{Link: layers.LinkTypeEthernet, Time: ci.Timestamp, Data: data, Length: ci.Length})
 	}
+	if reorder {
+		for i := 0; i+1 < len(pkts); i += 10 {
+			pkts[i], pkts[i+1] = pkts[i+1], pkts[i]
+		}
+	}
 	return pkts
 }
 
 // BenchmarkAssembler is reassembly alone, from packets in memory.
 func BenchmarkAssembler(b *testing.B) {
-	pkts := loadPackets(b)
+	b.Run("in-order", func(b *testing.B) { benchAssembler(b, false) })
+	b.Run("reordered", func(b *testing.B) { benchAssembler(b, true) })
+}
+
+func benchAssembler(b *testing.B, reorder bool) {
+	pkts := loadPackets(b, reorder)
 	var size int64
 	for _, p := range pkts {
 		size += int64(len(p.Data))
@@ -111,7 +122,12 @@ func BenchmarkAssembler(b *testing.B) {
 // BenchmarkGopacketReassembly does what BenchmarkAssembler does with
 // gopacket's DecodingLayerParser and reassembly package, for comparison.
 func BenchmarkGopacketReassembly(b *testing.B) {
-	pkts := loadPackets(b)
+	b.Run("in-order", func(b *testing.B) { benchGopacket(b, false) })
+	b.Run("reordered", func(b *testing.B) { benchGopacket(b, true) })
+}
+
+func benchGopacket(b *testing.B, reorder bool) {
+	pkts := loadPackets(b, reorder)
 	var size int64
 	for _, p := range pkts {
 		size += int64(len(p.Data))

@@ -10,6 +10,16 @@
 // sequence-space arithmetic). Packets are decoded by hand from the link
 // layer down to TCP, so steady-state reading allocates nothing per packet.
 //
+// Reassembly is wiretap's own rather than gopacket's reassembly package,
+// which it was measured against (BenchmarkAssembler and
+// BenchmarkGopacketReassembly, same packets): about three times the packets
+// per second and no allocation per packet where gopacket's allocates one,
+// and it reports exactly what the pipeline needs: the length of each gap,
+// an unknown start once per direction, snap-length cuts as gaps, flow
+// numbers in order of first packet, a new flow for a 4-tuple reused after
+// FIN or RST, and bounded memory with a warning when a bound is hit. IPv4
+// fragments are put back together with gopacket's ip4defrag.
+//
 // The package knows nothing of the protocols carried: it produces bytes,
 // times and addresses. Sub-packages hold the other sources and sinks:
 // capture/pcapng (writing captures, and synthesising TCP packets from byte

@@ -46,7 +46,7 @@ var ErrNotCapture = errors.New("not a pcap or pcapng file")
 const (
 	DefaultMaxFlows           = 1 << 16
 	DefaultMaxBufferedPerFlow = 4 << 20
-	DefaultMaxBufferedTotal   = 256 << 20
+	DefaultMaxBufferedTotal   = 64 << 20
 )
 
 // Options tune a source and its reassembly. A nil *Options means all

@@ -140,7 +140,7 @@ func decodeIPv4(data []byte, s *segment) decodeResult {
 	}
 	ihl := int(data[0]&0x0f) * 4
 	total := int(binary.BigEndian.Uint16(data[2:4]))
-	if ihl < 20 || len(data) < ihl || total < ihl {
+	if ihl < 20 || len(data) < ihl || (total != 0 && total < ihl) {
 		return decodedOther
 	}
 	if flagsFrag := binary.BigEndian.Uint16(data[6:8]); flagsFrag&0x3fff != 0 {
@@ -155,13 +155,15 @@ func decodeIPv4(data []byte, s *segment) decodeResult {
 	copy(src[:], data[12:16])
 	copy(dst[:], data[16:20])
 	missing := 0
-	if total <= len(data) {
+	switch {
+	case total == 0:
+		// Segmentation offload on the capturing host left the length unset:
+		// take what was captured.
+	case total <= len(data):
 		data = data[:total] // drop link-layer padding
-	} else if total != 0 {
+	default:
 		missing = total - len(data)
 	}
-	// TSO on the capturing host records a total length of 0; take what was
-	// captured.
 	return decodeTCP(data[ihl:], netip.AddrFrom4(src), netip.AddrFrom4(dst), missing, s)
 }
 

@@ -2,6 +2,7 @@ package capture_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -273,5 +274,29 @@ func TestReadIPv4Fragments(t *testing.T) {
 	_, stats = readBytes(t, pcapFile(binary.LittleEndian, false, 1, []record{{data: frame(1, frag, 0)}}), nil)
 	if stats.Fragments != 1 || stats.TCP != 0 {
 		t.Errorf("stats %+v", stats)
+	}
+}
+
+func TestReadGzip(t *testing.T) {
+	var recs []record
+	for i, seg := range conversation(cli, srv) {
+		recs = append(recs, record{t: time.Unix(int64(i), 0), data: frame(1, seg.ip(0), 0)})
+	}
+	for _, file := range [][]byte{
+		pcapFile(binary.BigEndian, false, 1, recs),
+		ngSection(binary.LittleEndian, []ngIface{{link: 1}}, recs),
+	} {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(file)
+		zw.Close()
+		// Both handlers of a MultiHandler see the same calls.
+		r1, r2 := newRecorder(), newRecorder()
+		if _, err := capture.Read(&z, "gz", capture.MultiHandler(r1, r2), nil); err != nil {
+			t.Fatal(err)
+		}
+		if r1.log.String() != conversationLog || r2.log.String() != conversationLog {
+			t.Errorf("got\n%s\n%s", r1.log.String(), r2.log.String())
+		}
 	}
 }

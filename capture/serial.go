@@ -49,3 +49,30 @@ func (s *Serial) Close(f *Flow, t time.Time) {
 	defer s.mu.Unlock()
 	s.h.Close(f, t)
 }
+
+// MultiHandler returns a Handler that passes every call to each of hs in
+// turn, like io.MultiWriter: to decode a live capture and write it with
+// pcapng.Synth at once, say.
+func MultiHandler(hs ...Handler) Handler {
+	return multiHandler(append([]Handler(nil), hs...))
+}
+
+type multiHandler []Handler
+
+func (m multiHandler) Data(f *Flow, fromA bool, data []byte, t time.Time) {
+	for _, h := range m {
+		h.Data(f, fromA, data, t)
+	}
+}
+
+func (m multiHandler) Gap(f *Flow, fromA bool, n int, t time.Time) {
+	for _, h := range m {
+		h.Gap(f, fromA, n, t)
+	}
+}
+
+func (m multiHandler) Close(f *Flow, t time.Time) {
+	for _, h := range m {
+		h.Close(f, t)
+	}
+}

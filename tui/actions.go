@@ -11,6 +11,7 @@ import (
 	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
 	"github.com/wiretap-dev/wiretap/tui/components/filterbar"
 	"github.com/wiretap-dev/wiretap/tui/components/stats"
+	"github.com/wiretap-dev/wiretap/tui/store"
 )
 
 // jumpTo selects unit ix, remembering where the cursor was so that Back
@@ -56,6 +57,9 @@ func (m *Model) jumpPair(answer bool) {
 	}
 	if to < 0 {
 		what := "no answer to " + u.Type + " #" + strconv.Itoa(u.N) + " found"
+		if req := m.st.Request(ix); answer && req >= 0 {
+			what = u.Type + " #" + strconv.Itoa(u.N) + " is the answer to " + m.st.Unit(req).Type + " #" + strconv.Itoa(m.st.Unit(req).N) + " (A goes there)"
+		}
 		if !answer {
 			what = u.Type + " #" + strconv.Itoa(u.N) + " answers no request found"
 		}
@@ -82,10 +86,21 @@ func (m *Model) gotoN(n int) {
 	m.jumpTo(ix, true)
 }
 
-func (m *Model) openStats() {
+// openStats shows the statistics view and computes its numbers in the
+// background (pairing a million units takes a moment).
+func (m *Model) openStats() tea.Cmd {
 	m.screen = screenStats
-	m.stats.SetSize(m.w, m.bodyHeight())
-	m.stats.SetStats(m.st.Stats(stats.ChartWidth(m.w)), m.st.Conns())
+	m.layout()
+	m.stats.SetComputing(true)
+	units, conns, width := m.st.Snapshot(), m.st.Conns(), stats.ChartWidth(m.w-2)
+	return func() tea.Msg {
+		return statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)]}
+	}
+}
+
+type statsMsg struct {
+	st    store.Stats
+	conns []*decode.Conn
 }
 
 func (m *Model) barApplied(msg filterbar.AppliedMsg) tea.Cmd {
@@ -130,15 +145,16 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		return m.find(+1)
 	case "conn":
 		n, err := strconv.Atoi(c.Arg)
-		if err != nil || n < 0 || n > len(m.st.Conns()) {
-			m.setStatus("conn: want 0 (all) to "+strconv.Itoa(len(m.st.Conns())), true)
+		ci := m.st.ConnByID(n)
+		if err != nil || n != 0 && ci < 0 {
+			m.setStatus("conn: want 0 (all) or a connection number", true)
 			return nil
 		}
-		m.conns.Choose(n - 1)
+		m.conns.Choose(ci)
 	case "follow":
 		m.setFollow(true)
 	case "stats":
-		m.openStats()
+		return m.openStats()
 	case "help":
 		m.screen = screenHelp
 	case "save":

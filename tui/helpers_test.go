@@ -65,7 +65,9 @@ func (d *driver) send(msg tea.Msg) {
 		nm, cmd := d.m.Update(msg)
 		d.m = nm.(Model)
 		if _, ok := msg.(filterDoneMsg); ok && d.firstResult {
-			d.m.flt.cancel()
+			if d.m.flt.cancel != nil {
+				d.m.flt.cancel()
+			}
 			return
 		}
 		if cmd != nil {

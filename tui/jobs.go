@@ -97,6 +97,10 @@ func (m *Model) tick() tea.Cmd {
 		return nil
 	}
 	m.ticking = true
+	return tickCmd()
+}
+
+func tickCmd() tea.Cmd {
 	return tea.Tick(150*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
@@ -113,8 +117,8 @@ func (m *Model) ingest(msg unitsMsg) tea.Cmd {
 	if m.flt.match != nil && !m.flt.running {
 		cmds = append(cmds, m.catchUp())
 	}
-	if m.st.Len() > 0 && m.shown < 0 && m.units.Len() == 0 {
-		m.layout() // the connection pane's height depends on the count
+	if len(m.st.Conns()) != m.laidConns {
+		m.layout() // the connection pane's height follows the count
 	}
 	m.rebase()
 	cmds = append(cmds, m.tick())
@@ -146,9 +150,6 @@ func (m *Model) rebase() {
 		m.units.SetBase(base, flat)
 	}
 	m.flt.shownKey, m.flt.shownLen = key, len(base)
-	if m.focus == PaneConns {
-		m.conns.SetSize(m.rects[PaneConns].w, m.rects[PaneConns].h)
-	}
 }
 
 type baseKey struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/tui/internal/text"
 )
 
 // rect is a pane's inner area in screen cells.
@@ -32,6 +33,7 @@ func (m *Model) layout() {
 	m.help.SetSize(m.w-2, m.bodyHeight()-2)
 	m.stats.SetSize(m.w-2, m.bodyHeight()-2)
 	m.rects = [numPanes]rect{}
+	m.laidConns = len(m.st.Conns())
 	top, bodyH, w := 1, m.bodyHeight(), m.w
 	if m.maxed {
 		m.place(m.focus, 0, top, w, bodyH)
@@ -50,6 +52,18 @@ func (m *Model) layout() {
 		m.place(PaneHex, w-hexOuter, y+unitsH, hexOuter, bh)
 		return
 	}
+	if bodyH < compactBelow {
+		// Short and narrow: detail and bytes take turns below the units,
+		// the bytes when focused.
+		unitsH := max(3, rest/2)
+		below := PaneDetail
+		if m.focus == PaneHex {
+			below = PaneHex
+		}
+		m.place(PaneUnits, 0, y, w, unitsH)
+		m.place(below, 0, y+unitsH, w, max(3, rest-unitsH))
+		return
+	}
 	unitsH := max(3, rest*45/100)
 	detailH := max(3, rest*30/100)
 	hexH := max(3, rest-unitsH-detailH)
@@ -57,6 +71,10 @@ func (m *Model) layout() {
 	m.place(PaneDetail, 0, y+unitsH, w, detailH)
 	m.place(PaneHex, 0, y+unitsH+detailH, w, hexH)
 }
+
+// compactBelow is the body height under which a narrow terminal shows
+// detail and bytes in turn rather than both.
+const compactBelow = 30
 
 // place gives pane p the outer box (x, y, w, h); its inner area excludes
 // the border.
@@ -112,7 +130,7 @@ func (m *Model) titleBar() string {
 	sy := m.sty
 	parts := []string{"wiretap"}
 	if m.opt.Title != "" {
-		parts = append(parts, m.opt.Title)
+		parts = append(parts, text.OneLine(m.opt.Title))
 	}
 	parts = append(parts, group(m.st.Len())+" units")
 	switch {
@@ -165,10 +183,17 @@ func (m *Model) body() string {
 	}
 	r := m.rects
 	out := []string{m.pane(PaneConns, r[PaneConns].w+2, r[PaneConns].h+2), m.pane(PaneUnits, r[PaneUnits].w+2, r[PaneUnits].h+2)}
-	if r[PaneDetail].y == r[PaneHex].y {
+	switch {
+	case r[PaneDetail].w == 0 || r[PaneHex].w == 0: // compact: one of them
+		p := PaneDetail
+		if r[PaneDetail].w == 0 {
+			p = PaneHex
+		}
+		out = append(out, m.pane(p, r[p].w+2, r[p].h+2))
+	case r[PaneDetail].y == r[PaneHex].y:
 		out = append(out, lipgloss.JoinHorizontal(lipgloss.Top,
 			m.pane(PaneDetail, r[PaneDetail].w+2, r[PaneDetail].h+2), m.pane(PaneHex, r[PaneHex].w+2, r[PaneHex].h+2)))
-	} else {
+	default:
 		out = append(out, m.pane(PaneDetail, r[PaneDetail].w+2, r[PaneDetail].h+2), m.pane(PaneHex, r[PaneHex].w+2, r[PaneHex].h+2))
 	}
 	return strings.Join(out, "\n")
@@ -201,7 +226,7 @@ func (m *Model) pane(p Pane, w, h int) string {
 			title += " (" + strconv.Itoa(len(u.Raw)) + " bytes)"
 		}
 		if m.field != nil && m.field.Length > 0 {
-			title += " " + m.field.Key + " [" + strconv.Itoa(m.field.Offset) + ":" + strconv.Itoa(m.field.Offset+m.field.Length) + "]"
+			title += " " + text.OneLine(m.field.Key) + " [" + strconv.Itoa(m.field.Offset) + ":" + strconv.Itoa(m.field.Offset+m.field.Length) + "]"
 		}
 		content = m.hex.View()
 	}

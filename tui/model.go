@@ -2,7 +2,7 @@ package tui
 
 import (
 	"strconv"
-	"time"
+	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -16,6 +16,7 @@ import (
 	"github.com/wiretap-dev/wiretap/tui/components/hexview"
 	"github.com/wiretap-dev/wiretap/tui/components/stats"
 	"github.com/wiretap-dev/wiretap/tui/components/unitlist"
+	"github.com/wiretap-dev/wiretap/tui/internal/text"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/store"
 	"github.com/wiretap-dev/wiretap/tui/styles"
@@ -60,11 +61,12 @@ type Model struct {
 	bar    filterbar.Model
 	cmd    cmdline.Model
 
-	w, h   int
-	rects  [numPanes]rect
-	focus  Pane
-	maxed  bool
-	screen screen
+	w, h      int
+	rects     [numPanes]rect
+	laidConns int // connections when the layout was computed
+	focus     Pane
+	maxed     bool
+	screen    screen
 
 	done   bool // the source closed Units
 	paused bool
@@ -81,7 +83,6 @@ type Model struct {
 	marks   map[byte]int32
 	prefix  string // "m" or "'" awaiting a letter
 	count   int    // numeric prefix (vim's count)
-	started time.Time
 	ticking bool
 	driven  bool // tests deliver units and skip timers
 }
@@ -113,20 +114,22 @@ func New(opt Options) Model {
 		connSel: -1,
 		shown:   -1,
 		marks:   map[byte]int32{},
-		started: time.Now(),
 	}
 	m.units.Follow = opt.Live
+	m.ticking = opt.Units != nil // Init schedules the first tick
 	m.focusPane(PaneUnits)
 	return m
 }
 
-// Init starts reading units and errors.
+// Init starts reading units and errors, and the progress ticks that New
+// accounted for.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(waitUnits(m.opt.Units), waitErr(m.opt.Err), m.tick())
+	var tick tea.Cmd
+	if m.ticking {
+		tick = tickCmd()
+	}
+	return tea.Batch(waitUnits(m.opt.Units), waitErr(m.opt.Err), tick)
 }
-
-// Store returns the model's store (tests, benchmarks).
-func (m *Model) Store() *store.Store { return m.st }
 
 // Update dispatches a message.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -149,13 +152,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.findDone(msg)
 	case exportDoneMsg:
 		m.exportDone(msg)
+	case statsMsg:
+		m.stats.SetStats(msg.st, msg.conns)
 	case filterbar.ChangedMsg:
 		cmd = m.setFilter(msg.Expr, msg.Match)
 	case filterbar.AppliedMsg:
 		cmd = m.barApplied(msg)
 	case filterbar.CancelledMsg:
 		if msg.Mode == filterbar.ModeFilter && msg.Prev != m.flt.expr {
-			match, _ := m.lang.Compile(msg.Prev)
+			var match func(*decode.Unit) bool
+			if strings.TrimSpace(msg.Prev) != "" {
+				match, _ = m.lang.Compile(msg.Prev)
+			}
 			cmd = m.setFilter(msg.Prev, match)
 		}
 	case cmdline.ExecMsg:
@@ -201,7 +209,7 @@ func (m *Model) sync() tea.Cmd {
 	return nil
 }
 
-func (m *Model) setStatus(s string, isErr bool) { m.status, m.isErr = s, isErr }
+func (m *Model) setStatus(s string, isErr bool) { m.status, m.isErr = text.OneLine(s), isErr }
 
 // key handles a key press: prompts first, then pending prefixes, then
 // global bindings, then the focused component.
@@ -248,7 +256,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Help):
 		m.screen = screenHelp
 	case key.Matches(k, km.Stats):
-		m.openStats()
+		return m.openStats()
 	case key.Matches(k, km.NextPane):
 		m.focusPane((m.focus + 1) % numPanes)
 	case key.Matches(k, km.PrevPane):
@@ -363,8 +371,7 @@ func (m *Model) toFocused(msg tea.Msg) tea.Cmd {
 	case PaneHex:
 		m.hex, cmd = m.hex.Update(msg)
 	}
-	_ = cmd // components' selection messages are read through sync
-	return nil
+	return cmd
 }
 
 func (m *Model) focusPane(p Pane) {
@@ -373,9 +380,7 @@ func (m *Model) focusPane(p Pane) {
 	m.units.Focused = p == PaneUnits
 	m.detail.Focused = p == PaneDetail
 	m.hex.Focused = p == PaneHex
-	if m.maxed {
-		m.layout()
-	}
+	m.layout() // maximised and compact layouts follow the focus
 }
 
 // mouse routes clicks and wheel events to the pane under the pointer, in

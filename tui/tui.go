@@ -50,12 +50,17 @@ type Options struct {
 // Run runs the program in the terminal (alternate screen, mouse on) until
 // the user quits or ctx is cancelled.
 func Run(ctx context.Context, opt Options) error {
-	p := tea.NewProgram(New(opt), tea.WithContext(ctx))
-	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil
-	}
+	_, err := run(ctx, opt)
 	return err
+}
+
+func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Model, error) {
+	p := tea.NewProgram(New(opt), append([]tea.ProgramOption{tea.WithContext(ctx)}, extra...)...)
+	m, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return m, nil
+	}
+	return m, err
 }
 
 // DefaultLang is the display-filter language of decode/filter.

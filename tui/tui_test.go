@@ -114,6 +114,13 @@ func TestFilterLiveValidationAndApply(t *testing.T) {
 	if d.m.flt.match != nil || d.m.units.Len() != len(d.m.st.Top()) {
 		t.Fatalf("filter not cleared: %q, %d rows", d.m.flt.expr, d.m.units.Len())
 	}
+	// A filter typed and abandoned leaves no filter.
+	d.keys("/")
+	d.typeText("amqp")
+	d.keys("esc")
+	if d.m.flt.match != nil || d.m.units.Len() != len(d.m.st.Top()) {
+		t.Fatalf("filter not cleared: %q, %d rows", d.m.flt.expr, d.m.units.Len())
+	}
 }
 
 func TestFilterErrorUnderlinedAndNotApplied(t *testing.T) {
@@ -361,9 +368,9 @@ func TestConnectionChoice(t *testing.T) {
 	d := withUnits(t, 300, 140, 40)
 	d.keys("shift+tab") // connections
 	d.keys("j")         // first connection
-	c := d.m.st.Conns()[0]
-	if d.m.connSel != 0 {
-		t.Fatalf("connSel %d", d.m.connSel)
+	c := d.m.st.Conns()[d.m.connSel]
+	if c.ID != 1 {
+		t.Fatalf("first row is connection %d", c.ID)
 	}
 	for _, ix := range d.m.units.Rows() {
 		if d.m.st.Unit(ix).Conn != c {
@@ -374,8 +381,20 @@ func TestConnectionChoice(t *testing.T) {
 	d.send(tea.KeyPressMsg{Code: '/', Text: "/"})
 	d.typeText(`frame.len > 0`)
 	d.keys("enter")
-	if len(d.m.flt.rows) != len(d.m.st.ConnUnits(0)) {
-		t.Fatalf("filter within connection: %d rows, conn has %d", len(d.m.flt.rows), len(d.m.st.ConnUnits(0)))
+	if len(d.m.flt.rows) != len(d.m.st.ConnUnits(d.m.connSel)) {
+		t.Fatalf("filter within connection: %d rows, conn has %d", len(d.m.flt.rows), len(d.m.st.ConnUnits(d.m.connSel)))
+	}
+	d.keys(":")
+	d.typeText("conn 3")
+	d.keys("enter")
+	if d.m.st.Conns()[d.m.connSel].ID != 3 {
+		t.Fatal(":conn 3")
+	}
+	d.keys(":")
+	d.typeText("conn 0")
+	d.keys("enter")
+	if d.m.connSel != -1 {
+		t.Fatal(":conn 0")
 	}
 }
 
@@ -568,4 +587,30 @@ func TestGolden(t *testing.T) {
 	d.golden("stats")
 	n := withUnits(t, 400, 80, 24)
 	n.golden("narrow")
+}
+
+func TestCompactLayoutTakesTurns(t *testing.T) {
+	d := withUnits(t, 100, 80, 24)
+	d.contains("Detail #1")
+	d.lacks("Bytes (")
+	d.keys("tab", "tab") // detail, then bytes
+	if d.m.focus != PaneHex {
+		t.Fatalf("focus %d", d.m.focus)
+	}
+	d.contains("Bytes (8 bytes)", "0000  41 4d 51 50")
+	d.lacks("Detail #1")
+}
+
+func TestFilterProgressShown(t *testing.T) {
+	d := withUnits(t, 40000, 120, 30)
+	d.firstResult = true // stop after the first screenful, as a keypress would
+	d.keys("/")
+	d.typeText(`frame.len > 0`)
+	if !d.m.flt.running {
+		t.Fatal("scan of the rest not under way")
+	}
+	d.contains("filtering ")
+	if d.m.units.Len() != firstScreen {
+		t.Fatalf("first result %d rows", d.m.units.Len())
+	}
 }

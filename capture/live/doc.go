@@ -13,7 +13,9 @@
 //   - afpacket: a pure-Go AF_PACKET socket (gopacket's pcapgo
 //     EthernetHandle), needing no other program but root or CAP_NET_RAW.
 //     It captures one named interface; a filter is compiled to classic BPF
-//     by `tcpdump -dd` when tcpdump is installed, and refused otherwise.
+//     by `tcpdump -dd` when tcpdump is installed, and refused otherwise. On
+//     a loopback interface it drops the outgoing copy of each packet, as
+//     libpcap does.
 //
 // Both stop when the context is done and flush what reassembly holds.
 package live

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -164,6 +165,14 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	if err != nil {
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 	}
+	if ifi, err := net.InterfaceByName(cfg.Interface); err == nil && ifi.Flags&net.FlagLoopback != 0 {
+		// A packet socket sees each loopback packet twice, going out and
+		// coming in; keep one, as libpcap does.
+		if prog, err = dropOutgoing(prog, snaplen(cfg)); err != nil {
+			eh.Close()
+			return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
+		}
+	}
 	if err := eh.SetCaptureLength(snaplen(cfg)); err != nil {
 		eh.Close()
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
@@ -199,6 +208,23 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	eh.Close()
 	asm.Flush()
 	return stats, nil
+}
+
+// dropOutgoing prefixes prog (nil: accept all) with a test of the packet
+// type that drops outgoing packets (PACKET_OUTGOING, 4, in linux/if_packet.h).
+func dropOutgoing(prog []bpf.RawInstruction, snaplen int) ([]bpf.RawInstruction, error) {
+	head, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadExtension{Num: bpf.ExtType},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 4, SkipTrue: 0, SkipFalse: 1},
+		bpf.RetConstant{Val: 0},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if prog == nil {
+		prog = []bpf.RawInstruction{{Op: 0x06, K: uint32(snaplen)}} // ret #snaplen
+	}
+	return append(head, prog...), nil
 }
 
 // compileFilter compiles a libpcap filter for Ethernet to classic BPF with

@@ -96,7 +96,11 @@ func testEngine(t *testing.T, engine, iface string, filter bool) {
 	defer ln.Close()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	w := &watcher{port: port, data: map[int]*[2]bytes.Buffer{}, flows: map[int]capture.Flow{}, closed: make(chan int, 10)}
-	cfg := &live.Config{Interface: iface, Engine: engine}
+	// Every packet as captured: on loopback none may be seen twice.
+	seen := map[string]int{}
+	cfg := &live.Config{Interface: iface, Engine: engine, Options: &capture.Options{
+		Tap: func(p *capture.Packet) { seen[string(p.Data)]++ },
+	}}
 	if filter {
 		cfg.Filter = "tcp port " + ln.Addr().String()[strings.LastIndex(ln.Addr().String(), ":")+1:]
 	}
@@ -135,6 +139,13 @@ func testEngine(t *testing.T, engine, iface string, filter bool) {
 	if got := w.data[id]; got[0].String() != request || got[1].String() != reply {
 		t.Errorf("captured %d/%d bytes, want %d/%d", got[0].Len(), got[1].Len(), len(request), len(reply))
 	}
+	for _, n := range seen {
+		if n > 1 {
+			t.Errorf("a packet was captured %d times", n)
+			break
+		}
+	}
+	t.Logf("%s on %s: %d packets, %d TCP segments, %d skipped", engine, iface, r.stats.Packets, r.stats.TCP, r.stats.Skipped)
 	if filter && r.stats.Skipped != 0 {
 		t.Errorf("the filter let through %d packets that are not TCP", r.stats.Skipped)
 	}

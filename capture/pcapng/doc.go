@@ -4,7 +4,8 @@
 // packets of their own: the proxy, the embedded broker, the export of one
 // connection from the TUI.
 //
-// [Writer] writes packets as captured. [Synth] is a capture.Handler: it
+// [Writer] writes packets as captured ([PcapWriter] writes the legacy pcap
+// format, for tools that want it). [Synth] is a capture.Handler: it
 // turns each flow's bytes back into a valid Ethernet/IPv4 or IPv6/TCP
 // exchange (three-way handshake, MSS-sized segments with correct sequence
 // and acknowledgement numbers and checksums, FIN exchange) that tshark and

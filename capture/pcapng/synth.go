@@ -13,7 +13,8 @@ import (
 // Ethernet MTU of 1500 under IPv4 and TCP headers without options.
 const DefaultMSS = 1460
 
-// Synth is a [capture.Handler] that writes each flow's bytes to a Writer as
+// Synth is a [capture.Handler] that writes each flow's bytes to a
+// PacketWriter as
 // the TCP packets that would have carried them: a three-way handshake
 // before the first bytes, segments of at most MSS bytes with correct
 // sequence and acknowledgement numbers and checksums, and a FIN from each
@@ -28,15 +29,15 @@ type Synth struct {
 	// MSS is the largest payload per segment (DefaultMSS when zero).
 	MSS int
 
-	w     *Writer
+	w     PacketWriter
 	flows map[int]*synthFlow
 	buf   []byte
 	pkt   capture.Packet
 	err   error
 }
 
-// NewSynth returns a Synth writing to w.
-func NewSynth(w *Writer) *Synth {
+// NewSynth returns a Synth writing to w, a *Writer or a *PcapWriter.
+func NewSynth(w PacketWriter) *Synth {
 	return &Synth{w: w, flows: make(map[int]*synthFlow)}
 }
 

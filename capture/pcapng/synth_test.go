@@ -2,6 +2,7 @@ package pcapng_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"net/netip"
 	"os"
@@ -113,9 +114,6 @@ func synthesise(t *testing.T, mss int) (string, []exchange) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "synth.pcapng")
-	if p := os.Getenv("WIRETAP_KEEP"); p != "" {
-		path = p
-	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +250,87 @@ func TestSynthTshark(t *testing.T) {
 			if !bytes.Equal(got[d], w[d]) {
 				t.Errorf("stream %d direction %d: tshark reassembles %d bytes, want %d", i, d, len(got[d]), len(w[d]))
 			}
+		}
+	}
+}
+
+func TestPcapWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := pcapng.NewPcapWriter(&buf)
+	s := pcapng.NewSynth(w)
+	f := &capture.Flow{ID: 7, A: netip.MustParseAddrPort("[2001:db8::1]:1"), B: netip.MustParseAddrPort("[2001:db8::2]:2"), SYN: true}
+	s.Data(f, true, []byte("over pcap"), time.Unix(5, 123456789))
+	s.Close(f, time.Unix(6, 0))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WritePacket(&capture.Packet{Link: 113, Data: []byte{1}}); err == nil {
+		t.Error("a second link type was accepted")
+	}
+	if got := binary.LittleEndian.Uint32(buf.Bytes()); got != 0xa1b23c4d {
+		t.Errorf("magic %#x, want the nanosecond pcap magic", got)
+	}
+	got := newStreams()
+	if _, err := capture.Read(&buf, "pcap", got, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.data[1][0].String() != "over pcap" || !got.flows[1].First.Equal(time.Unix(5, 123456789)) {
+		t.Errorf("read %q at %v", got.data[1][0].String(), got.flows[1].First)
+	}
+}
+
+// TestWriterLinkTypes writes packets of two link types, as a live capture
+// on "any" next to one on an Ethernet interface gives, and reads them back.
+func TestWriterLinkTypes(t *testing.T) {
+	var src bytes.Buffer
+	sw := pcapng.NewWriter(&src)
+	s := pcapng.NewSynth(sw)
+	f := &capture.Flow{ID: 1, A: netip.MustParseAddrPort("10.9.0.1:1000"), B: netip.MustParseAddrPort("10.9.0.2:2000"), SYN: true}
+	s.Data(f, true, []byte("ethernet and cooked"), time.Unix(10, 0))
+	s.Close(f, time.Unix(11, 0))
+	sw.Close()
+
+	// Rewrite every other packet as Linux cooked (SLL2): the same IP packet
+	// behind a 20-byte header.
+	var out bytes.Buffer
+	w := pcapng.NewWriter(&out)
+	n := 0
+	opt := &capture.Options{Tap: func(p *capture.Packet) {
+		q := *p
+		if n%2 == 1 {
+			sll2 := make([]byte, 20, 20+len(p.Data))
+			copy(sll2, p.Data[12:14]) // protocol: the EtherType
+			sll2[9] = 1               // ARPHRD_ETHER
+			q.Link, q.Data = 276, append(sll2, p.Data[14:]...)
+			q.Length = len(q.Data)
+		}
+		n++
+		if err := w.WritePacket(&q); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	if _, err := capture.Read(&src, "src", newStreams(), opt); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mixed.pcapng")
+	os.WriteFile(path, out.Bytes(), 0o644)
+	got := newStreams()
+	if _, err := capture.ReadFile(path, got, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.data[1][0].String() != "ethernet and cooked" {
+		t.Errorf("read back %q", got.data[1][0].String())
+	}
+	if _, err := exec.LookPath("tshark"); err == nil {
+		encaps, err := exec.Command("tshark", "-r", path, "-T", "fields", "-e", "frame.encap_type").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := strings.Fields(string(encaps)); len(e) != n || e[0] != "1" || e[1] != "210" {
+			t.Errorf("tshark reads encapsulations %q", e)
 		}
 	}
 }

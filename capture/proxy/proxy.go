@@ -43,8 +43,13 @@ type Proxy struct {
 	// UpstreamTLS, when set, is the configuration for tls:// upstreams
 	// (for a private CA or a client certificate).
 	UpstreamTLS *tls.Config
+	// Serial, when set, numbers the flows and serialises the calls instead
+	// of a Serial of the proxy's own (and Handler is then unused): share one
+	// with other sources (more proxies, the broker) that feed the same
+	// pipeline, so flow numbers stay unique.
+	Serial *capture.Serial
 
-	serial *capture.Serial
+	serial *capture.Serial // Serial, or the proxy's own
 }
 
 // Serve runs a proxy from listen to upstream until ctx is done; tlsCert and
@@ -108,6 +113,7 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 	if len(listeners) != len(p.Routes) {
 		return errors.New("proxy: one listener per route is needed")
 	}
+	p.serial = p.Serial
 	if p.serial == nil {
 		p.serial = capture.NewSerial(p.Handler)
 	}

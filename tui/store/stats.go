@@ -2,6 +2,8 @@ package store
 
 import (
 	"slices"
+
+	"github.com/wiretap-dev/wiretap/decode"
 	"sort"
 	"time"
 )
@@ -38,6 +40,15 @@ type Stats struct {
 	RateStep time.Duration
 	Overall  Latency
 	PerConn  []Latency // indexed like Conns
+}
+
+// StatsOf computes the statistics of units (a Snapshot) with a store of
+// its own, so that a background goroutine can do it while the UI's store
+// grows.
+func StatsOf(units []*decode.Unit, buckets int) Stats {
+	s := New()
+	s.Append(units)
+	return s.Stats(buckets)
 }
 
 // Stats computes statistics over every unit; buckets is the number of

@@ -18,6 +18,7 @@ type Store struct {
 	byConn  [][]int32
 	connTop [][]int32 // per connection: units with no parent
 	counts  []Counts
+	byID    []int // connection indices ordered by Conn.ID
 
 	kids    map[int32][]int32        // container index -> nested unit indices
 	pending map[*decode.Unit][]int32 // nested units whose container has not arrived yet
@@ -51,6 +52,7 @@ func (s *Store) Append(batch []*decode.Unit) {
 			s.byConn = append(s.byConn, nil)
 			s.connTop = append(s.connTop, nil)
 			s.counts = append(s.counts, Counts{})
+			s.insertByID(int(ci))
 		}
 		if u.Conn != nil {
 			s.byConn[ci] = append(s.byConn[ci], ix)
@@ -160,6 +162,27 @@ func (s *Store) Conns() []*decode.Conn { return s.conns }
 
 // ConnUnits returns the indices of connection c's units, in order.
 func (s *Store) ConnUnits(c int) []int32 { return s.byConn[c][:len(s.byConn[c]):len(s.byConn[c])] }
+
+func (s *Store) insertByID(ci int) {
+	id := s.conns[ci].ID
+	p := sort.Search(len(s.byID), func(i int) bool { return s.conns[s.byID[i]].ID > id })
+	s.byID = append(s.byID, 0)
+	copy(s.byID[p+1:], s.byID[p:])
+	s.byID[p] = ci
+}
+
+// ConnsByID returns connection indices (positions in Conns) ordered by
+// connection number, the order to show them in.
+func (s *Store) ConnsByID() []int { return s.byID }
+
+// ConnByID returns the index of the connection numbered id, or -1.
+func (s *Store) ConnByID(id int) int {
+	p := sort.Search(len(s.byID), func(i int) bool { return s.conns[s.byID[i]].ID >= id })
+	if p < len(s.byID) && s.conns[s.byID[p]].ID == id {
+		return s.byID[p]
+	}
+	return -1
+}
 
 // ConnTop returns the indices of connection c's units that no container
 // carried, in order.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -263,5 +264,51 @@ func TestScanAllMatchesScan(t *testing.T) {
 	}
 	if progress.Load() == 0 {
 		t.Error("no progress reported")
+	}
+}
+
+// BenchmarkStoreMemory reports the heap the store adds per unit (its
+// indexes), apart from the units the pipeline allocated, on a million units.
+func BenchmarkStoreMemory(b *testing.B) {
+	units := fake.Generate(1_000_000, 10)
+	var s *Store
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s = New()
+		for j := 0; j < len(units); j += 1024 {
+			s.Append(units[j:min(j+1024, len(units))])
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(len(units)), "B/unit")
+	}
+	runtime.KeepAlive(s)
+}
+
+// BenchmarkStats measures the statistics view's computation on a million
+// units, pairing included (the first time S is pressed).
+func BenchmarkStats(b *testing.B) {
+	units := fake.Generate(1_000_000, 11)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		st := StatsOf(units, 120)
+		if st.Overall.N == 0 {
+			b.Fatal("no pairs")
+		}
+	}
+}
+
+func TestContainerBeforeItsUnits(t *testing.T) {
+	c := &decode.Conn{ID: 1, Proto: decode.ProtoPgSQL}
+	parent := &decode.Unit{N: 1, Conn: c, Type: "CompressedMessages"}
+	a := &decode.Unit{N: 2, Conn: c, Type: "DataRow", Parent: parent}
+	b := &decode.Unit{N: 3, Conn: c, Type: "CommandComplete", Parent: parent}
+	s := New()
+	s.Append([]*decode.Unit{parent})
+	s.Append([]*decode.Unit{a, b})
+	if k := s.Kids(0); len(k) != 2 || k[0] != 1 || k[1] != 2 || len(s.Top()) != 1 || s.Parent(2) != 0 {
+		t.Fatalf("kids %v top %v", k, s.Top())
 	}
 }

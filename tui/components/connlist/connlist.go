@@ -14,10 +14,6 @@ import (
 	"github.com/wiretap-dev/wiretap/tui/styles"
 )
 
-// ChosenMsg reports the connection chosen: an index into store.Conns, or
-// -1 for all.
-type ChosenMsg struct{ Conn int }
-
 // ckWidth fits three verdict counts of a large capture.
 const ckWidth = 24
 
@@ -40,11 +36,25 @@ func New(st *store.Store, km *keys.KeyMap, sty *styles.Styles) Model {
 // SetSize sets the pane's inner size (first line: header).
 func (m *Model) SetSize(w, h int) { m.w, m.h = w, h; m.clamp() }
 
-// Chosen returns the connection index under the cursor, -1 for all.
-func (m *Model) Chosen() int { return m.cursor - 1 }
+// Chosen returns the connection index (a position in store.Conns) under
+// the cursor, -1 for all. Rows are in connection-number order.
+func (m *Model) Chosen() int {
+	if m.cursor == 0 {
+		return -1
+	}
+	return m.st.ConnsByID()[m.cursor-1]
+}
 
-// Choose moves the cursor to connection c (-1: all).
-func (m *Model) Choose(c int) { m.cursor = c + 1; m.clamp() }
+// Choose moves the cursor to connection index c (-1: all).
+func (m *Model) Choose(c int) {
+	m.cursor = 0
+	for r, ci := range m.st.ConnsByID() {
+		if ci == c {
+			m.cursor = r + 1
+		}
+	}
+	m.clamp()
+}
 
 func (m *Model) clamp() {
 	n := len(m.st.Conns()) + 1
@@ -58,9 +68,20 @@ func (m *Model) clamp() {
 	}
 }
 
-// Update handles keys and the mouse.
+// narrow panes leave out the server column (usually the same broker or
+// database for every row).
+func (m *Model) narrow() bool { return m.w < 110 }
+
+func (m *Model) ckWidth() int {
+	if m.narrow() {
+		return ckWidth - 8
+	}
+	return ckWidth
+}
+
+// Update handles keys and the mouse. The root reads the choice with
+// Chosen after each update.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	before := m.cursor
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
 		switch km := m.km; {
@@ -89,10 +110,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 	}
 	m.clamp()
-	if m.cursor != before {
-		c := m.Chosen()
-		return m, func() tea.Msg { return ChosenMsg{c} }
-	}
 	return m, nil
 }
 
@@ -102,7 +119,16 @@ func (m Model) View() string {
 		return ""
 	}
 	var b strings.Builder
-	hdr := pad("#", 4) + pad("client", 23) + pad("server", 23) + pad("proto", 10) + pad("units F/B", 16) + pad("bytes", 10) + pad("checksums", ckWidth) + "problems"
+	hdr := pad("#", 4) + pad("client", 23) + pad("server", 23)
+	if m.narrow() {
+		hdr = pad("#", 4) + pad("client", 23)
+	}
+	if m.narrow() {
+		hdr += pad("proto", 10) + pad("units", 9) + pad("bytes", 10)
+	} else {
+		hdr += pad("proto", 10) + pad("units F/B", 16) + pad("bytes", 10)
+	}
+	hdr += pad("checksums", m.ckWidth()) + "problems"
 	b.WriteString(m.sty.Header.Render(fit(hdr, m.w)))
 	conns := m.st.Conns()
 	rows := max(1, m.h-1)
@@ -125,13 +151,27 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 		for c := range conns {
 			n.Add(m.st.ConnCounts(c))
 		}
-		line = pad("*", 4) + pad("all connections ("+strconv.Itoa(len(conns))+")", 46) + pad("", 10)
+		addrs := 46
+		if m.narrow() {
+			addrs = 23
+		}
+		line = pad("*", 4) + pad("all ("+strconv.Itoa(len(conns))+")", addrs) + pad("", 10)
 	} else {
-		c := conns[r-1]
-		n = m.st.ConnCounts(r - 1)
-		line = pad(strconv.Itoa(c.ID), 4) + pad(c.Client.String(), 23) + pad(c.Server.String(), 23) + pad(c.Proto.String(), 10)
+		ci := m.st.ConnsByID()[r-1]
+		c := conns[ci]
+		n = m.st.ConnCounts(ci)
+		line = pad(strconv.Itoa(c.ID), 4) + pad(c.Client.String(), 23)
+		if !m.narrow() {
+			line += pad(c.Server.String(), 23)
+		}
+		line += pad(c.Proto.String(), 10)
 	}
-	line += pad(strconv.Itoa(n.Units[0])+"/"+strconv.Itoa(n.Units[1]), 16) + pad(Bytes(n.Bytes[0]+n.Bytes[1]), 10) +
+	if m.narrow() {
+		line += pad(strconv.Itoa(n.Units[0]+n.Units[1]), 9)
+	} else {
+		line += pad(strconv.Itoa(n.Units[0])+"/"+strconv.Itoa(n.Units[1]), 16)
+	}
+	line += pad(Bytes(n.Bytes[0]+n.Bytes[1]), 10) +
 		m.checksums(n.Checksums, sel) + m.problems(n.Warnings, n.Errors, sel)
 	if sel {
 		st := sy.Selected
@@ -144,8 +184,9 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 }
 
 func (m *Model) checksums(ck [3]int, plain bool) string {
+	cw := m.ckWidth()
 	if ck[0]+ck[1]+ck[2] == 0 {
-		return pad("", ckWidth)
+		return pad("", cw)
 	}
 	sy := m.sty
 	parts := []struct {
@@ -164,8 +205,8 @@ func (m *Model) checksums(ck [3]int, plain bool) string {
 			b.WriteString(p.st.Render(s))
 		}
 	}
-	if w < ckWidth {
-		b.WriteString(strings.Repeat(" ", ckWidth-w))
+	if w < cw {
+		b.WriteString(strings.Repeat(" ", cw-w))
 	}
 	return b.String()
 }

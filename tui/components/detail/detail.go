@@ -9,12 +9,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/internal/text"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/styles"
 )
-
-// FieldMsg reports the field under the cursor (nil: none).
-type FieldMsg struct{ Field *decode.Field }
 
 type line struct {
 	text  string // header lines
@@ -93,7 +91,7 @@ func (m *Model) build() {
 		m.head = 0
 		return
 	}
-	add := func(style int, s string) { m.lines = append(m.lines, line{text: s, style: style}) }
+	add := func(style int, s string) { m.lines = append(m.lines, line{text: text.OneLine(s), style: style}) }
 	conn := ""
 	if c := u.Conn; c != nil {
 		conn = "conn " + strconv.Itoa(c.ID) + " " + c.Client.String() + " → " + c.Server.String() + "  "
@@ -191,9 +189,9 @@ func (m *Model) setOpen(open bool) {
 	m.build()
 }
 
-// Update handles keys and mouse events.
+// Update handles keys and mouse events. The root reads the field under
+// the cursor with Field after each update.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	before := m.Field()
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
 		km := m.km
@@ -238,9 +236,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 	}
 	m.clamp()
-	if f := m.Field(); f != before {
-		return m, func() tea.Msg { return FieldMsg{f} }
-	}
 	return m, nil
 }
 
@@ -343,25 +338,18 @@ func (m *Model) fieldLine(l line, plain bool) string {
 			b.WriteString(st.Render(s))
 		}
 	}
-	render(sy.FieldKey, f.Key)
+	render(sy.FieldKey, text.OneLine(f.Key))
 	if v := f.Text(); v != "" {
 		b.WriteString(": ")
-		render(sy.FieldValue, oneLine(v))
+		render(sy.FieldValue, text.OneLine(v))
 	} else if len(f.Kids) > 0 && m.closed[f] {
 		render(sy.Dim, " {"+strconv.Itoa(len(f.Kids))+"}")
 	}
 	if f.Encoding != "" {
 		b.WriteString("  ")
-		render(sy.FieldEnc, "("+f.Encoding+")")
+		render(sy.FieldEnc, "("+text.OneLine(f.Encoding)+")")
 	}
 	return b.String()
-}
-
-func oneLine(s string) string {
-	if strings.ContainsAny(s, "\n\r") {
-		return strings.NewReplacer("\n", "⏎", "\r", "").Replace(s)
-	}
-	return s
 }
 
 func fit(s string, w int) string {

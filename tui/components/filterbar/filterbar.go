@@ -205,12 +205,24 @@ func (m Model) View() string {
 	if len(m.cands) == 0 {
 		return line
 	}
+	// Start the list late enough that the chosen candidate is on screen.
+	start, w := 0, 0
+	for i := max(m.candSel, 0); i >= 0; i-- {
+		w += len(m.cands[i]) + 1
+		if w > m.width && m.width > 0 {
+			break
+		}
+		start = i
+	}
 	var b strings.Builder
-	for i, c := range m.cands {
+	if start > 0 {
+		b.WriteString("… ")
+	}
+	for i, c := range m.cands[start:] {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if i == m.candSel {
+		if start+i == m.candSel {
 			b.WriteString(m.st.CompletionSel.Render(c))
 		} else {
 			b.WriteString(m.st.Completion.Render(c))

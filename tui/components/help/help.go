@@ -47,16 +47,16 @@ func (m *Model) build() {
 		l = append(l, sy.HelpSection.Render(s.Title))
 		for _, b := range s.Bindings {
 			h := b.Help()
-			l = append(l, "  "+sy.HelpKey.Render(pad(h.Key, 18))+sy.HelpDesc.Render(h.Desc))
+			l = append(l, "  "+sy.HelpKey.Render(pad(h.Key, 20))+sy.HelpDesc.Render(h.Desc))
 		}
 		l = append(l, "")
 	}
 	l = append(l, sy.HelpSection.Render("Mouse"),
-		"  "+sy.HelpKey.Render(pad("click", 18))+"select a row or pane (click again: expand / collapse)",
-		"  "+sy.HelpKey.Render(pad("wheel", 18))+"scroll the pane under the pointer", "")
+		"  "+sy.HelpKey.Render(pad("click", 20))+"select a row or pane (click again: expand / collapse)",
+		"  "+sy.HelpKey.Render(pad("wheel", 20))+"scroll the pane under the pointer", "")
 	l = append(l, sy.HelpSection.Render("Commands (:)"))
 	for _, c := range Commands {
-		l = append(l, "  "+sy.HelpKey.Render(pad(c[0], 18))+c[1])
+		l = append(l, "  "+sy.HelpKey.Render(pad(c[0], 20))+c[1])
 	}
 	l = append(l, "", sy.HelpSection.Render("Display filter (/)"),
 		`  amqp.method == "basic.publish"   amqp.channel == 2   pgsql.type == "DataRow"`,

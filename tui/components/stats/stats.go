@@ -11,6 +11,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/tui/internal/text"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/store"
 	"github.com/wiretap-dev/wiretap/tui/styles"
@@ -24,11 +25,12 @@ type Model struct {
 	sty *styles.Styles
 	km  *keys.KeyMap
 
-	stats  store.Stats
-	conns  []*decode.Conn
-	lines  []string
-	offset int
-	w, h   int
+	stats     store.Stats
+	conns     []*decode.Conn
+	computing bool
+	lines     []string
+	offset    int
+	w, h      int
 }
 
 // New returns an empty view.
@@ -46,7 +48,13 @@ func (m *Model) SetSize(w, h int) {
 // SetStats shows st; conns are the store's connections, in the same order
 // as st.PerConn.
 func (m *Model) SetStats(st store.Stats, conns []*decode.Conn) {
-	m.stats, m.conns = st, conns
+	m.stats, m.conns, m.computing = st, conns, false
+	m.render()
+}
+
+// SetComputing shows that new numbers are on their way.
+func (m *Model) SetComputing(on bool) {
+	m.computing = on
 	m.render()
 }
 
@@ -83,6 +91,9 @@ func (m *Model) render() {
 	sy, st := m.sty, m.stats
 	var l []string
 	add := func(s ...string) { l = append(l, s...) }
+	if m.computing {
+		add(sy.Dim.Render("computing…"), "")
+	}
 	add(sy.HelpSection.Render("Traffic"),
 		"  "+strconv.Itoa(st.Units)+" units, "+connlist.Bytes(st.Bytes)+" over "+st.Span.Round(time.Millisecond).String(), "")
 
@@ -93,7 +104,7 @@ func (m *Model) render() {
 			add("  … " + strconv.Itoa(len(st.Types)-i) + " more types")
 			break
 		}
-		add(pad("  "+t.Proto, 12) + pad(t.Type, 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(connlist.Bytes(t.Bytes), 12))
+		add(pad("  "+t.Proto, 12) + pad(text.OneLine(t.Type), 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(connlist.Bytes(t.Bytes), 12))
 	}
 	add("")
 

@@ -9,13 +9,11 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/internal/text"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/store"
 	"github.com/wiretap-dev/wiretap/tui/styles"
 )
-
-// SelectedMsg reports that the cursor moved to another unit.
-type SelectedMsg struct{ Index int32 }
 
 // Model is the list.
 type Model struct {
@@ -272,9 +270,9 @@ func (m *Model) ToggleAll() {
 	m.Select(sel)
 }
 
-// Update handles keys and mouse events for the list.
+// Update handles keys and mouse events for the list. The root reads the
+// selection with Selected after each update.
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
-	before := m.Selected()
 	switch msg := msg.(type) {
 	case tea.KeyPressMsg:
 		km := m.km
@@ -321,9 +319,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 				m.SetCursor(row)
 			}
 		}
-	}
-	if sel := m.Selected(); sel != before {
-		return m, func() tea.Msg { return SelectedMsg{sel} }
 	}
 	return m, nil
 }
@@ -482,10 +477,10 @@ func (m *Model) row(ix int32, selected bool, first int64) string {
 			typ = append(typ, sy.Sym.Collapsed+" "...)
 		}
 	}
-	typ = append(typ, u.Type...)
+	typ = append(typ, text.OneLine(u.Type)...)
 	style(fit(string(typ), colType), sy.Type)
 	b.WriteByte(' ')
-	b.WriteString(oneLine(u.Summary))
+	b.WriteString(text.OneLine(u.Summary))
 	s := b.String()
 	if selected {
 		st := sy.Selected
@@ -495,14 +490,6 @@ func (m *Model) row(ix int32, selected bool, first int64) string {
 		return st.Render(fit(s, m.w))
 	}
 	return ansi.Truncate(s, m.w, "…")
-}
-
-// oneLine keeps a summary on its row.
-func oneLine(s string) string {
-	if strings.ContainsAny(s, "\n\r\t") {
-		return strings.NewReplacer("\n", "⏎", "\r", "", "\t", " ").Replace(s)
-	}
-	return s
 }
 
 // relTime formats nanoseconds as seconds with microseconds.

@@ -1,0 +1,42 @@
+package stats
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/wiretap-dev/wiretap/tui/keys"
+	"github.com/wiretap-dev/wiretap/tui/store"
+	"github.com/wiretap-dev/wiretap/tui/styles"
+)
+
+func TestChartLevels(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(60, 40)
+	// Peak 16 over 2 rows of 8 levels each: 16 fills both rows, 8 the
+	// bottom row, 1 one eighth of it, 0 nothing.
+	rows := m.chart([]int{16, 8, 1, 0}, 2)
+	got := []string{ansi.Strip(rows[0]), ansi.Strip(rows[1])}
+	want := []string{"      16 │█   ", "       0 │██▁ "}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestHistogramView(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(80, 60)
+	ms := time.Millisecond
+	st := store.Stats{Units: 10, Overall: store.Summarise([]time.Duration{ms / 2, 3 * ms, 3 * ms, 2 * time.Second})}
+	m.SetStats(st, nil)
+	v := ansi.Strip(m.View())
+	for _, want := range []string{"4 pairs", "p50 3.00ms", "<=1ms", "1  25.0%", "<=5ms", "2  50.0%", ">1s", "max 2.00s"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+}
