@@ -112,7 +112,7 @@ fi
 meta=$FILE.meta
 if [[ ! -s $meta || $meta -ot $FILE ]]; then
 	log "counting packets and AMQP frames (one tshark pass)"
-	packets=$(capinfos -M -c -r "$FILE" 2>/dev/null | awk -F'\t' '{print $2}' | tail -1)
+	packets=$(capinfos -M -c "$FILE" 2>/dev/null | awk -F': *' '/Number of packets/ {print $2}')
 	frames=$(tshark -r "$FILE" -T fields -e amqp.type -E occurrence=a -E aggregator=, 2>/dev/null | tr ',' '\n' | grep -c .)
 	printf '%s %s\n' "$packets" "$frames" >"$meta"
 fi
@@ -132,11 +132,13 @@ measure() {
 		rm -f "$json"
 		return
 	fi
-	local times=() t
+	local times=() tf
+	tf=$(mktemp)
 	for _ in $(seq 1 "$RUNS"); do
-		t=$({ /usr/bin/time -f '%e' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-		times+=("$t")
+		/usr/bin/time -f '%e' -o "$tf" "$@" >/dev/null 2>/dev/null || log "$name: exit status $? (timed anyway)"
+		times+=("$(tail -1 "$tf")")
 	done
+	rm -f "$tf"
 	SECS[$name]=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
 }
 

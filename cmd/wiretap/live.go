@@ -7,34 +7,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/capture/pcapng"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
-
-// tee passes every call to several handlers in turn.
-type tee []capture.Handler
-
-func (t tee) Data(f *capture.Flow, fromA bool, data []byte, tm time.Time) {
-	for _, h := range t {
-		h.Data(f, fromA, data, tm)
-	}
-}
-
-func (t tee) Gap(f *capture.Flow, fromA bool, n int, tm time.Time) {
-	for _, h := range t {
-		h.Gap(f, fromA, n, tm)
-	}
-}
-
-func (t tee) Close(f *capture.Flow, tm time.Time) {
-	for _, h := range t {
-		h.Close(f, tm)
-	}
-}
 
 // liveSource starts a source of bytes that runs until ctx is done. tap, when
 // not nil, receives every packet record (sources that have packets).
@@ -52,7 +30,7 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		recFile  *os.File
 		recBuf   *bufio.Writer
 		tap      func(*capture.Packet)
-		handlers tee
+		handlers []capture.Handler
 	)
 	if writeTo != "" {
 		fh, err := os.Create(writeTo)
@@ -92,7 +70,7 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 			out.Flush()
 		}
 		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
-		h := append(tee{pl}, handlers...)
+		h := capture.MultiHandler(append([]capture.Handler{pl}, handlers...)...)
 		err = src(ctx, capture.NewSerial(h), tap)
 		pl.Finish()
 		if ferr := pr.finish(pl); ferr != nil && err == nil {
@@ -104,6 +82,6 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		return nil
 	}
 	return runTUI(ctx, f, title, true, decodeAs, func(ctx context.Context, h capture.Handler) error {
-		return src(ctx, capture.NewSerial(append(tee{h}, handlers...)), tap)
+		return src(ctx, capture.NewSerial(capture.MultiHandler(append([]capture.Handler{h}, handlers...)...)), tap)
 	}, nil)
 }
