@@ -322,7 +322,13 @@ func (d *Decoder) resync(b []byte, atEnd bool) (int, bool) {
 		if !t.Valid() {
 			continue
 		}
-		if len(c) < FrameHeaderSize+4 {
+		// A heartbeat is a whole frame in 8 bytes; the other kinds need
+		// their first 4 payload bytes to be judged.
+		need := FrameHeaderSize + 4
+		if t == FrameHeartbeat {
+			need = FrameOverhead
+		}
+		if len(c) < need {
 			if atEnd {
 				continue
 			}

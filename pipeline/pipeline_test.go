@@ -1,0 +1,205 @@
+package pipeline
+
+import (
+	"bytes"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/output"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func collect(cfg Config) (*Pipeline, *[]*decode.Unit) {
+	var us []*decode.Unit
+	cfg.Sink = func(u *decode.Unit) { us = append(us, u) }
+	return New(cfg), &us
+}
+
+func flow(id int, a, b string, syn bool) *capture.Flow {
+	return &capture.Flow{ID: id, A: netip.MustParseAddrPort(a), B: netip.MustParseAddrPort(b), SYN: syn, First: t0}
+}
+
+// amqpHeader then connection.start-ok-less traffic is enough to test who is
+// the client: the side that sent the protocol header.
+var amqp091Header = []byte("AMQP\x00\x00\x09\x01")
+
+// heartbeat frame (AMQP 0-9-1 §4.2.7): type 8, channel 0, size 0, frame-end.
+var heartbeat = []byte{8, 0, 0, 0, 0, 0, 0, 0xce}
+
+func TestClientByHeaderWithoutSYN(t *testing.T) {
+	// Ports say nothing (both high); B sends the protocol header first.
+	p, us := collect(Config{})
+	f := flow(1, "10.0.0.1:6000", "10.0.0.2:7000", false)
+	p.Gap(f, true, -1, t0)
+	p.Gap(f, false, -1, t0)
+	p.Data(f, false, amqp091Header, t0)
+	p.Data(f, true, heartbeat, t0)
+	p.Finish()
+	if len(*us) != 2 {
+		t.Fatalf("got %d units, want 2", len(*us))
+	}
+	c := (*us)[0].Conn
+	if c.Client != f.B || c.Server != f.A || c.Proto != decode.ProtoAMQP091 {
+		t.Errorf("client %v server %v proto %v; want client %v", c.Client, c.Server, c.Proto, f.B)
+	}
+	if (*us)[0].Type != "protocol-header" || (*us)[0].Dir != decode.DirF {
+		t.Errorf("first unit %s %v", (*us)[0].Type, (*us)[0].Dir)
+	}
+	if (*us)[1].Type != "heartbeat" || (*us)[1].Dir != decode.DirB {
+		t.Errorf("second unit %s %v", (*us)[1].Type, (*us)[1].Dir)
+	}
+}
+
+func TestClientByWellKnownPort(t *testing.T) {
+	// Mid-stream, the first bytes come from the server (port 5672 on A).
+	p, us := collect(Config{})
+	f := flow(1, "10.0.0.9:5672", "10.0.0.1:40000", false)
+	p.Gap(f, true, -1, t0)
+	p.Data(f, true, heartbeat, t0)
+	p.Finish()
+	if len(*us) != 1 {
+		t.Fatalf("got %d units", len(*us))
+	}
+	u := (*us)[0]
+	if u.Conn.Server != f.A || u.Dir != decode.DirB || u.Type != "heartbeat" {
+		t.Errorf("server %v dir %v type %s", u.Conn.Server, u.Dir, u.Type)
+	}
+}
+
+func TestSYNDecidesClient(t *testing.T) {
+	// With the handshake seen, A is the client even on odd ports.
+	p, us := collect(Config{DecodeAs: map[uint16]decode.Proto{9999: decode.ProtoAMQP091}})
+	f := flow(1, "10.0.0.1:40000", "10.0.0.2:9999", true)
+	p.Data(f, false, heartbeat, t0)
+	p.Finish()
+	if len(*us) != 1 || (*us)[0].Dir != decode.DirB || (*us)[0].Conn.Proto != decode.ProtoAMQP091 {
+		t.Fatalf("units %v", *us)
+	}
+}
+
+func TestDecodeAsOverridesPort(t *testing.T) {
+	// Port 5672 would say AMQP; --decode-as 5672=pgsql wins.
+	p, us := collect(Config{DecodeAs: map[uint16]decode.Proto{5672: decode.ProtoPgSQL}})
+	f := flow(1, "10.0.0.1:40000", "10.0.0.2:5672", true)
+	rfq := []byte{'Z', 0, 0, 0, 5, 'I'}
+	p.Data(f, false, rfq, t0)
+	p.Finish()
+	if len(*us) == 0 || (*us)[0].Proto != decode.ProtoPgSQL || (*us)[0].Type != "ReadyForQuery" {
+		t.Fatalf("units %+v", *us)
+	}
+}
+
+func TestUnknownProtocolIsNumberedButSilent(t *testing.T) {
+	p, us := collect(Config{})
+	f1 := flow(1, "10.0.0.1:40000", "10.0.0.2:80", true)
+	f2 := flow(2, "10.0.0.1:40001", "10.0.0.2:5672", true)
+	p.Data(f1, true, []byte("GET / HTTP/1.1\r\n\r\n"), t0)
+	p.Data(f2, true, amqp091Header, t0)
+	p.Finish()
+	if len(*us) != 1 || (*us)[0].Conn.ID != 2 {
+		t.Fatalf("units %+v", *us)
+	}
+	if n := len(p.Conns()); n != 2 {
+		t.Errorf("%d connections, want 2", n)
+	}
+}
+
+func TestSplitHeaderWaits(t *testing.T) {
+	// The protocol header arrives one byte at a time.
+	p, us := collect(Config{})
+	f := flow(1, "10.0.0.1:6000", "10.0.0.2:7000", true)
+	for _, b := range amqp091Header {
+		p.Data(f, true, []byte{b}, t0)
+	}
+	p.Finish()
+	if len(*us) != 1 || (*us)[0].Type != "protocol-header" {
+		t.Fatalf("units %+v", *us)
+	}
+}
+
+func TestTLSFromFirstByte(t *testing.T) {
+	p, us := collect(Config{})
+	f := flow(1, "10.0.0.1:40000", "10.0.0.2:5671", true)
+	hello := append([]byte{0x16, 0x03, 0x01, 0x00, 0x10}, make([]byte, 16)...)
+	p.Data(f, true, hello, t0)
+	p.Data(f, false, hello, t0)
+	p.Finish()
+	if len(*us) != 2 || (*us)[0].Type != "tls" {
+		t.Fatalf("units %+v", *us)
+	}
+	if n := (*us)[0].Conn.Notes; len(n) != 1 {
+		t.Errorf("notes %v", n)
+	}
+}
+
+// TestCaptures decodes every shipped capture: units numbered 1.. in order,
+// per-connection counters matching the units, and every unit rendering as
+// JSON (which builds its field tree).
+func TestCaptures(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/*.pcap*")
+	if len(files) == 0 {
+		t.Fatal("no captures in testdata")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			p, us := collect(Config{})
+			if _, err := capture.ReadFile(path, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			p.Finish()
+			if len(*us) == 0 {
+				t.Fatal("no units")
+			}
+			count := map[*decode.Conn][2]int{}
+			var buf []byte
+			for i, u := range *us {
+				if u.N != i+1 {
+					t.Fatalf("unit %d numbered %d", i+1, u.N)
+				}
+				if u.Len < len(u.Raw) {
+					t.Errorf("unit %d: len %d < raw %d", u.N, u.Len, len(u.Raw))
+				}
+				if u.Parent == nil {
+					c := count[u.Conn]
+					c[u.Dir]++
+					count[u.Conn] = c
+				}
+				buf = output.AppendJSON(buf[:0], u, output.JSONOptions{Raw: true})
+				if !bytes.HasPrefix(buf, []byte(`{"n":`)) {
+					t.Fatalf("unit %d: bad JSON %q", u.N, buf)
+				}
+			}
+			for c, n := range count {
+				if c.Units != n {
+					t.Errorf("conn %d: counters %v, units %v", c.ID, c.Units, n)
+				}
+			}
+		})
+	}
+}
+
+// FuzzPipeline feeds capture bytes through reading, reassembly, detection,
+// every decoder and the JSON renderer. Seeds are the shipped captures.
+func FuzzPipeline(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/*.pcap*")
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err == nil && len(b) < 128<<10 {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var buf []byte
+		p := New(Config{Sink: func(u *decode.Unit) {
+			buf = output.AppendJSON(buf[:0], u, output.JSONOptions{Raw: true})
+		}})
+		capture.Read(bytes.NewReader(data), "fuzz", p, nil)
+		p.Finish()
+	})
+}
