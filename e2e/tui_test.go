@@ -135,7 +135,7 @@ func TestTUIExpandCompressedGroup(t *testing.T) {
 			return false
 		}
 		for j, n := range nested {
-			if r := rows[i+1+j]; r.no != n || r.dir != "F*" {
+			if r := rows[i+1+j]; r.no != n || r.dir != "B*" {
 				return false
 			}
 		}
@@ -182,7 +182,7 @@ func TestTUIChecksumMismatch(t *testing.T) {
 			t.Errorf("row %d lacks the mismatch badge ✗ or is not a transfer: %s", r.no, r.text)
 		}
 	}
-	if !strings.Contains(sc, "checksum MISMATCHX") {
+	if !strings.Contains(sc, "checksum MISMATCH") {
 		t.Errorf("detail pane of unit %d does not show the checksum mismatch:\n%s", want[0], sc)
 	}
 

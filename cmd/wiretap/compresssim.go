@@ -25,6 +25,7 @@ func newCompressSimCmd() *cobra.Command {
 		algo     string
 		messages int
 		txFrame  bool
+		mss      int
 	)
 	cmd := &cobra.Command{
 		Use:   "compress-sim FILE",
@@ -58,18 +59,22 @@ which tshark and 'wiretap read' open.`,
 			if messages < 0 {
 				return usageErr("--messages %d: want 0 (unbounded) or more", messages)
 			}
-			return runCompressSim(args[0], &f, writeTo, compsim.Config{Algorithm: a, MessagesPer: messages, TxFrame: txFrame})
+			if mss < 0 || mss > 65000 {
+				return usageErr("--mss %d: want 1 to 65000 (0: 1460)", mss)
+			}
+			return runCompressSim(args[0], &f, writeTo, mss, compsim.Config{Algorithm: a, MessagesPer: messages, TxFrame: txFrame})
 		},
 	}
 	cmd.Flags().StringVarP(&writeTo, "write", "w", "", "write the re-encoded capture to this pcapng file")
 	cmd.Flags().StringVar(&algo, "algorithm", "zstd", "--write: zstd or lz4")
 	cmd.Flags().IntVar(&messages, "messages", 0, "--write: messages per CompressedMessages (0: unbounded)")
 	cmd.Flags().BoolVar(&txFrame, "tx-frame", false, "--write: end the compression frame at each transaction end")
+	cmd.Flags().IntVar(&mss, "mss", 0, "--write: largest TCP payload per packet (default 1460); small values split messages across many segments")
 	f.register(cmd)
 	return cmd
 }
 
-func runCompressSim(path string, f *decodeFlags, writeTo string, wcfg compsim.Config) error {
+func runCompressSim(path string, f *decodeFlags, writeTo string, mss int, wcfg compsim.Config) error {
 	var (
 		col   compsim.Collector
 		units []*decode.Unit
@@ -109,7 +114,7 @@ func runCompressSim(path string, f *decodeFlags, writeTo string, wcfg compsim.Co
 		return err
 	}
 	if writeTo != "" {
-		if err := writeCompressed(writeTo, units, wcfg); err != nil {
+		if err := writeCompressed(writeTo, units, mss, wcfg); err != nil {
 			return inputErr(err)
 		}
 		fmt.Fprintf(os.Stderr, "wiretap: wrote %s (%v)\n", writeTo, wcfg)
@@ -119,7 +124,7 @@ func runCompressSim(path string, f *decodeFlags, writeTo string, wcfg compsim.Co
 
 // writeCompressed re-encodes each connection's backend messages with cfg
 // and writes both directions as synthesised TCP, keeping each unit's time.
-func writeCompressed(path string, units []*decode.Unit, cfg compsim.Config) error {
+func writeCompressed(path string, units []*decode.Unit, mss int, cfg compsim.Config) error {
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
@@ -128,6 +133,7 @@ func writeCompressed(path string, units []*decode.Unit, cfg compsim.Config) erro
 	bw := bufio.NewWriterSize(fh, 256<<10)
 	pw := pcapng.NewWriter(bw)
 	syn := pcapng.NewSynth(pw)
+	syn.MSS = mss
 	type state struct {
 		flow *capture.Flow
 		enc  *compsim.Encoder
