@@ -12,10 +12,10 @@ var (
 
 // PostgreSQL startup-phase request codes (protocol.sgml, "Message Formats").
 const (
-	PgProtocol30   = 196608   // 3.0
-	PgProtocol32   = 196610   // 3.2
-	PgCancel       = 80877102 // CancelRequest
-	PgSSLRequest   = 80877103
+	PgProtocol30    = 196608   // 3.0
+	PgProtocol32    = 196610   // 3.2
+	PgCancel        = 80877102 // CancelRequest
+	PgSSLRequest    = 80877103
 	PgGSSENCRequest = 80877104
 )
 

@@ -57,10 +57,10 @@ type conn struct {
 }
 
 type pendingChunk struct {
-	gap  int
+	gap   int
 	isGap bool
-	data []byte
-	t    time.Time
+	data  []byte
+	t     time.Time
 }
 
 // New returns a pipeline for cfg.

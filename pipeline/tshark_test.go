@@ -119,4 +119,3 @@ func at(s []string, i int) string {
 	}
 	return "(none)"
 }
-
