@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"net/netip"
 	"sort"
 	"time"
 
@@ -200,7 +199,7 @@ func (p *Pipeline) decide(c *conn, fromA bool) bool {
 			// The SYN sender is the client whatever it said first.
 			c.aClient = true
 		}
-		if forced, ok := p.forced(c); ok {
+		if forced, ok := p.forced(c, true); ok {
 			proto = forced
 		}
 		p.settle(c, proto)
@@ -232,7 +231,7 @@ func (p *Pipeline) couldStillBeHeader(b []byte) bool {
 
 func (p *Pipeline) decideByPort(c *conn) bool {
 	f := c.flow
-	if proto, ok := p.forced(c); ok {
+	if proto, ok := p.forced(c, f.SYN); ok {
 		p.settle(c, proto)
 		return true
 	}
@@ -261,29 +260,28 @@ func (p *Pipeline) serverPort(port uint16) (decode.Proto, bool) {
 	return decode.ProtoByPort(port)
 }
 
-// forced returns the --decode-as protocol for the connection, looking at the
-// server's port first.
-func (p *Pipeline) forced(c *conn) (decode.Proto, bool) {
+// forced returns the --decode-as protocol for the connection. When the
+// client is known (SYN, or it sent a protocol header: known), only the
+// server's port counts; otherwise either port does, B's first.
+func (p *Pipeline) forced(c *conn, known bool) (decode.Proto, bool) {
 	if len(p.cfg.DecodeAs) == 0 {
 		return 0, false
 	}
 	f := c.flow
 	server, client := f.B.Port(), f.A.Port()
-	if c.decidedSides() && !c.aClient {
+	if known && !c.aClient {
 		server, client = client, server
 	}
 	if pr, ok := p.cfg.DecodeAs[server]; ok {
 		return pr, true
 	}
-	if !c.flow.SYN {
+	if !known {
 		if pr, ok := p.cfg.DecodeAs[client]; ok {
 			return pr, true
 		}
 	}
 	return 0, false
 }
-
-func (c *conn) decidedSides() bool { return c.flow.SYN || c.decided }
 
 func (p *Pipeline) portProto(c *conn) (decode.Proto, bool) {
 	f := c.flow
@@ -364,6 +362,3 @@ func (p *Pipeline) emit(u *decode.Unit) {
 }
 
 var _ capture.Handler = (*Pipeline)(nil)
-
-// addrString formats an address as INTERFACES.md wants ("[v6]:port").
-func addrString(a netip.AddrPort) string { return a.String() }
