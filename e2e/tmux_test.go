@@ -24,29 +24,31 @@ const waitLimit = 20 * time.Second
 
 // session is a wiretap process running in its own tmux server.
 type session struct {
-	t    *testing.T
-	base []string // -S socket -f config
+	t      *testing.T
+	base   []string // -S socket -f config
+	status string   // file the wrapping shell writes the exit status to
 }
 
 // startTUI runs `wiretap args...` in a new detached tmux session of
-// termWidth x termHeight, with env added to its environment. The pane
-// stays after the process exits so its exit status can be read. The tmux
-// server is killed when the test ends.
+// termWidth x termHeight, with env added to its environment. A shell
+// around it writes its exit status to a file: tmux's own pane_dead_status
+// is not reliable (tmux 3.3 sometimes leaves the exited process a zombie,
+// unreaped, with the pane dead and no status). The tmux server is killed
+// when the test ends.
 func startTUI(t *testing.T, env []string, args ...string) *session {
 	t.Helper()
 	needTool(t, "tmux")
 	bin := wiretap(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tmux.conf")
-	// remain-on-exit from the config, so it holds before the program runs
-	// even when the program exits at once.
+	// remain-on-exit keeps the last screen for the failure message.
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &session{t: t, base: []string{"-S", filepath.Join(dir, "sock"), "-f", conf}}
+	s := &session{t: t, base: []string{"-S", filepath.Join(dir, "sock"), "-f", conf}, status: filepath.Join(dir, "status")}
 	cmd := append([]string{"new-session", "-d", "-s", "w",
 		"-x", strconv.Itoa(termWidth), "-y", strconv.Itoa(termHeight), "--", "env"}, env...)
-	cmd = append(cmd, bin)
+	cmd = append(cmd, "sh", "-c", `"$0" "$@"; echo $? >`+shellQuote(s.status)+".tmp && mv "+shellQuote(s.status)+".tmp "+shellQuote(s.status), bin)
 	cmd = append(cmd, args...)
 	s.tmux(cmd...)
 	t.Cleanup(func() { exec.Command("tmux", append(s.base, "kill-server")...).Run() })
@@ -103,11 +105,10 @@ func (s *session) waitExit() int {
 	s.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		f := strings.Fields(s.tmux("display-message", "-p", "-t", "w", "#{pane_dead} #{pane_dead_status}"))
-		if len(f) == 2 && f[0] == "1" {
-			n, err := strconv.Atoi(f[1])
+		if b, err := os.ReadFile(s.status); err == nil {
+			n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil {
-				s.t.Fatalf("pane exit status %q: %v", f[1], err)
+				s.t.Fatalf("exit status %q: %v", b, err)
 			}
 			return n
 		}
@@ -117,6 +118,9 @@ func (s *session) waitExit() int {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // row is a row of the Units pane as drawn.
 type row struct {

@@ -16,6 +16,10 @@
 // frame (a method class and method id belong to each method frame in turn,
 // an AMQP 1.0 performative to each non-empty AMQP frame, and so on).
 //
+// [Run] runs tshark and returns []Frame; [Sequences] groups frames by
+// stream and direction; [Diff] compares two lists of frames (tshark's and
+// wiretap's units turned into Frames) and says where they part.
+//
 // Known differences between tshark 4.0's dissectors and the protocols,
 // which callers comparing against tshark must allow for:
 //

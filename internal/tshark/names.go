@@ -139,3 +139,20 @@ func pgsqlName(dir Dir, tsharkType string) string {
 	}
 	return "[" + tsharkType + "]"
 }
+
+// authNames are the AuthenticationRequest kinds (protocol-message-formats),
+// named as libpq 17's PQtrace names them. libpq 15 traces them all as
+// "Authentication", but it cannot trace the startup phase anyway.
+var authNames = map[int]string{
+	0: "AuthenticationOk", 2: "AuthenticationKerberosV5", 3: "AuthenticationCleartextPassword",
+	5: "AuthenticationMD5Password", 6: "AuthenticationSCMCredential", 7: "AuthenticationGSS",
+	8: "AuthenticationGSSContinue", 9: "AuthenticationSSPI", 10: "AuthenticationSASL",
+	11: "AuthenticationSASLContinue", 12: "AuthenticationSASLFinal",
+}
+
+func authName(code int) string {
+	if n, ok := authNames[code]; ok {
+		return n
+	}
+	return "Authentication"
+}

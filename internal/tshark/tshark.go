@@ -103,6 +103,7 @@ var fields = []string{
 	"amqp.sasl.method",
 	"pgsql.type",
 	"pgsql.frontend",
+	"pgsql.authtype",
 }
 
 const (
@@ -131,6 +132,7 @@ const (
 	colSASLMethod
 	colPGType
 	colPGFrontend
+	colPGAuthType
 	numCols
 )
 
@@ -480,11 +482,24 @@ func (p *parser) amqp10(base Frame, cols []string) error {
 	return nil
 }
 
+// pgsql names each message; each Authentication request, in turn, takes
+// one pgsql.authtype to name its kind as libpq 17's trace does
+// (AuthenticationSASL, AuthenticationOk, ...).
 func (p *parser) pgsql(base Frame, cols []string) error {
+	auths := list(cols[colPGAuthType])
+	a := 0
 	for _, t := range list(cols[colPGType]) {
 		f := base
 		f.Proto = PGSQL
 		f.Type = pgsqlName(f.Dir, t)
+		if f.Type == "Authentication" && a < len(auths) {
+			code, err := num(auths[a])
+			if err != nil {
+				return err
+			}
+			a++
+			f.Type = authName(code)
+		}
 		p.frames = append(p.frames, f)
 	}
 	return nil

@@ -359,14 +359,30 @@ func TestCapturesWithTshark(t *testing.T) {
 		}
 		return out
 	}
-	// The same traffic, three containers and link types: same frames.
-	for _, base := range []string{"amqp091-pika", "amqp091-go"} {
+	// The same traffic in other containers and link types: same frames.
+	variants := map[string][]string{
+		"amqp091-pika": {".pcap", "-any.pcapng"},
+		"amqp091-go":   {".pcap", "-any.pcapng", "-rawip.pcap", "-null.pcap", "-vlan.pcap"},
+	}
+	for base, others := range variants {
 		ng := strip(run(base + ".pcapng"))
-		for _, other := range []string{base + ".pcap", base + "-any.pcapng"} {
-			if got := strip(run(other)); !mapsEqual(got, ng) {
-				t.Errorf("%s and %s.pcapng disagree", other, base)
+		for _, other := range others {
+			if got := strip(run(base + other)); !mapsEqual(got, ng) {
+				t.Errorf("%s%s and %s.pcapng disagree", base, other, base)
 			}
 		}
+	}
+	// Three conversations merged into one file with three interfaces hold
+	// the frames of the three, stream numbers aside.
+	var want, got []string
+	for _, name := range []string{"amqp091-pika.pcapng", "amqp091-go-any.pcapng", "amqp091-ipv6.pcapng"} {
+		want = append(want, flatten(strip(run(name)))...)
+	}
+	got = flatten(strip(run("amqp091-multi-iface.pcapng")))
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("amqp091-multi-iface.pcapng: %d stream directions, want %d as in its three sources", len(got), len(want))
 	}
 	// Saved output is still what tshark says.
 	for _, name := range saved {
@@ -374,7 +390,8 @@ func TestCapturesWithTshark(t *testing.T) {
 			t.Errorf("%s: tshark output changed since testdata/*.tsv was saved (rerun with -update)", name)
 		}
 	}
-	for _, name := range []string{"amqp091-ipv6.pcapng", "amqp10-goamqp.pcapng", "pgsql-pgx.pcapng", "garbage-amqp.pcapng"} {
+	for _, name := range []string{"amqp091-ipv6.pcapng", "amqp10-goamqp.pcapng", "pgsql-pgx.pcapng", "garbage-amqp.pcapng",
+		"damaged-midstream.pcapng", "damaged-lost-segment.pcapng", "damaged-snap200.pcapng"} {
 		run(name)
 	}
 	// A file cut short: tshark reports it and what it read before the cut.
@@ -387,6 +404,16 @@ func TestCapturesWithTshark(t *testing.T) {
 	}
 }
 
+// flatten turns each stream direction into one string, dropping the
+// stream number.
+func flatten(m map[Key][]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, string(k.Dir)+" "+strings.Join(v, " "))
+	}
+	return out
+}
+
 func mapsEqual(a, b map[Key][]string) bool {
 	if len(a) != len(b) {
 		return false
@@ -397,4 +424,24 @@ func mapsEqual(a, b map[Key][]string) bool {
 		}
 	}
 	return true
+}
+
+func TestParsePgsqlAuthentication(t *testing.T) {
+	in := row(map[int]string{colNumber: "11", colStream: "0", colIPSrc: "127.0.0.2", colIPDst: "127.0.0.1",
+		colSrcPort: "5432", colDstPort: "47982", colSYN: "0", colACK: "1",
+		colPGType:     "Authentication request|Authentication request|Parameter status|Ready for query",
+		colPGFrontend: "0|0|0|0", colPGAuthType: "12|0"})
+	frames, err := Parse(strings.NewReader(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"AuthenticationSASLFinal", "AuthenticationOk", "ParameterStatus", "ReadyForQuery"}
+	if got := types(frames); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for _, f := range frames {
+		if f.Dir != FromServer || f.Proto != PGSQL {
+			t.Errorf("frame %v: want B pgsql", f)
+		}
+	}
 }

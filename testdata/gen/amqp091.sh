@@ -15,19 +15,41 @@ capture_stop lo
 editcap -F pcap "$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/amqp091-pika.pcap"
 
 log "amqp091-go"
-(cd "$ROOT" && go build -o "$GEN_DIR/.amqp091go" ./testdata/gen/amqp091go)
+(cd "$ROOT" && go build -o "$GEN_BIN/amqp091go" ./testdata/gen/amqp091go)
 capture_start lo "$TESTDATA/amqp091-go.pcapng" lo "$AMQP_FILTER"
 capture_start any "$TESTDATA/amqp091-go-any.pcapng" any "$AMQP_FILTER" -y LINUX_SLL
-timeout 120 "$GEN_DIR/.amqp091go" -url "amqp://guest:guest@127.0.0.2:5672/" -alarm-node "$WIRETAP_RABBITMQ_NODE"
+timeout 120 "$GEN_BIN/amqp091go" -url "amqp://guest:guest@127.0.0.2:5672/" -alarm-node "$WIRETAP_RABBITMQ_NODE"
 capture_stop any
 capture_stop lo
 editcap -F pcap "$TESTDATA/amqp091-go.pcapng" "$TESTDATA/amqp091-go.pcap"
-rm -f "$GEN_DIR/.amqp091go"
 
 log "amqp091-ipv6 (both clients over ::1)"
-(cd "$ROOT" && go build -o "$GEN_DIR/.amqp091go" ./testdata/gen/amqp091go)
 capture_start lo "$TESTDATA/amqp091-ipv6.pcapng" lo "$AMQP_FILTER"
 $PY "$GEN_DIR/pika_client.py" ::1 --short
-timeout 60 "$GEN_DIR/.amqp091go" -url "amqp://guest:guest@[::1]:5672/" -short
+timeout 60 "$GEN_BIN/amqp091go" -url "amqp://guest:guest@[::1]:5672/" -short
 capture_stop lo
-rm -f "$GEN_DIR/.amqp091go"
+
+log "damaged variants of amqp091-pika (real packets, some taken away)"
+# The packet holding the second body frame of the 20 KB message.
+body2=$(tshark -r "$TESTDATA/amqp091-pika.pcapng" -Y 'amqp.type == 3 && frame.len > 4000' -T fields -e frame.number 2>/dev/null | sed -n 2p)
+total=$(capinfos -M -c "$TESTDATA/amqp091-pika.pcapng" | awk -F': *' '/Number of packets/ {print $2}')
+# Capture started mid-connection, inside that message: no SYN, no
+# protocol header, the first bytes are an orphan body frame.
+editcap -r "$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/damaged-midstream.pcapng" "$body2-$total"
+# One data packet lost: a gap in the client's stream in mid-message.
+editcap "$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/damaged-lost-segment.pcapng" "$body2"
+# Snaplen 200: every large segment cut short, the rest of it a gap.
+editcap -s 200 "$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/damaged-snap200.pcapng"
+
+log "link-layer variants of amqp091-go (same packets, other framings)"
+editcap -C 14 -T rawip "$TESTDATA/amqp091-go.pcap" "$TESTDATA/amqp091-go-rawip.pcap"
+$PY "$GEN_DIR/relink.py" null "$TESTDATA/amqp091-go.pcap" "$TESTDATA/amqp091-go-null.pcap"
+$PY "$GEN_DIR/relink.py" vlan "$TESTDATA/amqp091-go.pcap" "$TESTDATA/amqp091-go-vlan.pcap"
+# One pcapng with three interfaces of three link types, three different
+# conversations interleaved by time: pika on Ethernet, amqp091-go on Linux
+# cooked v1, and the IPv6 conversation as NULL (as a macOS lo0 capture).
+editcap -F pcap "$TESTDATA/amqp091-ipv6.pcapng" "$GEN_BIN/ipv6.pcap"
+$PY "$GEN_DIR/relink.py" null "$GEN_BIN/ipv6.pcap" "$GEN_BIN/ipv6-null.pcap"
+mergecap -F pcapng -w "$TESTDATA/amqp091-multi-iface.pcapng" \
+	"$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/amqp091-go-any.pcapng" "$GEN_BIN/ipv6-null.pcap"
+chmod 644 "$TESTDATA"/amqp091-* "$TESTDATA"/damaged-*

@@ -18,14 +18,26 @@ export WIRETAP_RABBITMQ_NODE=wiretap-gen@localhost
 export WIRETAP_PG_HOST=127.0.0.2 WIRETAP_PG_PORT=5432
 AMQP_FILTER="tcp port 5672 and (host 127.0.0.2 or host ::1)"
 PG_FILTER="tcp port 5432 and host 127.0.0.2"
+declare -A CAP_PID=() CAP_OUT=()
 
 log() { printf 'gen: %s\n' "$*" >&2; }
+
+# Client binaries are built here; on exit (even a failed one) it is removed
+# and any capture still running is stopped.
+GEN_BIN=$(mktemp -d)
+cleanup() {
+	local pid
+	for pid in "${CAP_PID[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	rm -rf "$GEN_BIN"
+}
+trap cleanup EXIT
 
 services_up() { "$ROOT/.ci/services.sh" start "$@" >/dev/null; }
 
 # capture_start NAME OUT IFACE FILTER [dumpcap args...]: start dumpcap in the
 # background and return once it is capturing. The pid goes in CAP_PID[NAME].
-declare -A CAP_PID CAP_OUT
 capture_start() {
 	local name=$1 out=$2 iface=$3 filter=$4
 	shift 4
@@ -51,5 +63,6 @@ capture_stop() {
 	sleep 1
 	kill -TERM "${CAP_PID[$name]}"
 	wait "${CAP_PID[$name]}" || true
+	unset "CAP_PID[$name]"
 	chmod 644 "${CAP_OUT[$name]}"
 }
