@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/filter"
@@ -11,29 +13,26 @@ import (
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
 
-// unitWriter is what every headless format implements.
-type unitWriter interface {
-	Unit(u *decode.Unit) error
-	Flush() error
-}
-
-// pqWriter adapts the libpq trace printer to unitWriter.
-type pqWriter struct{ *pqtrace.Printer }
-
-func (w pqWriter) Unit(u *decode.Unit) error { return w.Print(u) }
-
 // printer is the headless sink: it selects units (--conn, --filter) and
-// writes them in the chosen format.
+// writes them in the chosen format. Text and JSON are rendered unit by unit
+// with no state (render), so they can be rendered in parallel; pqtrace is
+// stateful (it holds a CompressedMessages until its B* lines are out).
 type printer struct {
-	f    *decodeFlags
-	flt  *filter.Filter
-	w    unitWriter
-	text *output.Text
-	err  error
+	f      *decodeFlags
+	flt    *filter.Filter
+	out    io.Writer
+	render func(dst []byte, u *decode.Unit) []byte
+	trace  *pqtrace.Printer
+	json   output.JSONOptions
+	// first is the time of the first unit: text times are relative to it.
+	first time.Time
+	begun bool
+	buf   []byte
+	err   error
 }
 
 func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
-	p := &printer{f: f}
+	p := &printer{f: f, out: out}
 	if f.filter != "" {
 		flt, err := filter.Compile(f.filter)
 		if err != nil {
@@ -43,28 +42,56 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	}
 	switch f.format {
 	case "json":
-		p.w = output.NewJSON(out, output.JSONOptions{Raw: f.raw})
+		p.json = output.JSONOptions{Raw: f.raw}
+		p.render = func(dst []byte, u *decode.Unit) []byte {
+			return append(output.AppendJSON(dst, u, p.json), '\n')
+		}
 	case "pqtrace":
-		p.w = pqWriter{pqtrace.New(out, pqtrace.Options{Timestamps: f.timestamps, Libpq15: f.libpq15})}
+		p.trace = pqtrace.New(out, pqtrace.Options{Timestamps: f.timestamps, Libpq15: f.libpq15})
 	default:
-		p.text = output.NewText(out)
-		p.w = p.text
+		p.render = func(dst []byte, u *decode.Unit) []byte {
+			return output.AppendText(dst, u, p.first)
+		}
 	}
 	return p, nil
 }
 
-// Unit is the pipeline's sink.
-func (p *printer) Unit(u *decode.Unit) {
-	if p.err != nil {
-		return
+// note records the first unit's time; call it for every unit, in order,
+// before rendering.
+func (p *printer) note(u *decode.Unit) {
+	if !p.begun {
+		p.first, p.begun = u.Time, true
 	}
+}
+
+// selected applies --conn and --filter.
+func (p *printer) selected(u *decode.Unit) bool {
 	if p.f.conn != 0 && (u.Conn == nil || u.Conn.ID != p.f.conn) {
+		return false
+	}
+	return p.flt == nil || p.flt.Match(u)
+}
+
+// Unit prints u at once (the sequential path: live sources, pqtrace).
+func (p *printer) Unit(u *decode.Unit) {
+	p.note(u)
+	if p.err != nil || !p.selected(u) {
 		return
 	}
-	if p.flt != nil && !p.flt.Match(u) {
+	if p.trace != nil {
+		p.err = p.trace.Print(u)
 		return
 	}
-	p.err = p.w.Unit(u)
+	p.buf = p.render(p.buf[:0], u)
+	_, p.err = p.out.Write(p.buf)
+}
+
+// flush pushes out what the trace printer holds.
+func (p *printer) flush() error {
+	if p.trace != nil {
+		return p.trace.Flush()
+	}
+	return nil
 }
 
 // finish flushes and, in text format, appends the end-of-run reports: per
@@ -74,29 +101,123 @@ func (p *printer) finish(pl *pipeline.Pipeline) error {
 	if p.err != nil {
 		return p.err
 	}
-	if p.text != nil && pl != nil {
-		var lines []string
-		for _, c := range pl.Conns() {
-			if p.f.conn != 0 && c.ID != p.f.conn {
-				continue
-			}
-			for _, n := range c.Notes {
-				lines = append(lines, "  conn "+strconv.Itoa(c.ID)+": "+n)
-			}
+	if err := p.flush(); err != nil {
+		return err
+	}
+	if p.f.format != "text" || pl == nil {
+		return nil
+	}
+	var b []byte
+	for _, c := range pl.Conns() {
+		if p.f.conn != 0 && c.ID != p.f.conn {
+			continue
 		}
-		if len(lines) > 0 {
-			p.text.Line("")
-			p.text.Line("# Connections")
-			for _, l := range lines {
-				p.text.Line("#" + l)
+		for _, n := range c.Notes {
+			if len(b) == 0 {
+				b = append(b, "\n# Connections\n"...)
 			}
-		}
-		if sum := pl.Immutability().Summary(); len(sum) > 0 {
-			p.text.Line("")
-			for _, l := range sum {
-				p.text.Line("# " + l)
-			}
+			b = append(b, "#  conn "+strconv.Itoa(c.ID)+": "+n+"\n"...)
 		}
 	}
-	return p.w.Flush()
+	if sum := pl.Immutability().Summary(); len(sum) > 0 {
+		b = append(b, '\n')
+		for _, l := range sum {
+			b = append(b, "# "+l+"\n"...)
+		}
+	}
+	_, err := p.out.Write(b)
+	return err
+}
+
+// renderJob is one batch of units rendered by a worker.
+type renderJob struct {
+	units []*decode.Unit
+	out   []byte
+	ready chan struct{}
+}
+
+// parallelRender renders text or JSON on several goroutines while the
+// pipeline decodes, and writes the results in order. A unit's field tree
+// never depends on decoder state that changes later
+// (pipeline.TestFieldsOnAnotherGoroutine), so units can be rendered on any
+// goroutine once emitted.
+type parallelRender struct {
+	p     *printer
+	cur   []*decode.Unit
+	bytes int // of the units in cur
+	jobs  chan *renderJob
+	order chan *renderJob
+	done  chan struct{}
+	err   error
+}
+
+// A batch is sent when it holds renderBatch units or renderBatchBytes of
+// unit bytes; with at most renderInFlight batches queued, what is decoded
+// but not yet written stays small whatever the units' sizes.
+const (
+	renderBatch      = 512
+	renderBatchBytes = 1 << 20
+	renderInFlight   = 8
+)
+
+func newParallelRender(p *printer) *parallelRender {
+	r := &parallelRender{
+		p:     p,
+		jobs:  make(chan *renderJob, renderInFlight),
+		order: make(chan *renderJob, renderInFlight),
+		done:  make(chan struct{}),
+		cur:   make([]*decode.Unit, 0, renderBatch),
+	}
+	workers := min(max(runtime.GOMAXPROCS(0), 1), 4)
+	for range workers {
+		go func() {
+			for j := range r.jobs {
+				for _, u := range j.units {
+					if p.selected(u) {
+						j.out = p.render(j.out, u)
+					}
+				}
+				close(j.ready)
+			}
+		}()
+	}
+	go func() {
+		defer close(r.done)
+		for j := range r.order {
+			<-j.ready
+			if r.err == nil {
+				_, r.err = p.out.Write(j.out)
+			}
+		}
+	}()
+	return r
+}
+
+// add is the pipeline's sink.
+func (r *parallelRender) add(u *decode.Unit) {
+	r.p.note(u)
+	r.cur = append(r.cur, u)
+	r.bytes += len(u.Raw)
+	if len(r.cur) == renderBatch || r.bytes >= renderBatchBytes {
+		r.send()
+	}
+}
+
+func (r *parallelRender) send() {
+	j := &renderJob{units: r.cur, out: make([]byte, 0, 64<<10), ready: make(chan struct{})}
+	r.order <- j
+	r.jobs <- j
+	r.cur = make([]*decode.Unit, 0, renderBatch)
+	r.bytes = 0
+}
+
+// close renders what is left and waits until everything is written.
+func (r *parallelRender) close() error {
+	if len(r.cur) > 0 {
+		r.send()
+	}
+	close(r.jobs)
+	close(r.order)
+	<-r.done
+	return r.err
 }

@@ -66,7 +66,7 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		// A live source prints as it goes: flush after every unit batch.
 		sink := func(u *decode.Unit) {
 			pr.Unit(u)
-			pr.w.Flush()
+			pr.flush()
 			out.Flush()
 		}
 		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -58,6 +59,24 @@ own embedded broker, and shows it in a terminal UI or prints it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
+	}
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` (for developers)")
+	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		fh, err := os.Create(cpuProfile)
+		if err != nil {
+			return inputErr(err)
+		}
+		return pprof.StartCPUProfile(fh)
+	}
+	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
+		if cpuProfile != "" {
+			pprof.StopCPUProfile()
+		}
 	}
 	root.AddCommand(newReadCmd())
 	for _, add := range extraCommands {

@@ -229,6 +229,9 @@ func TestBadInput(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.pcapng")
+	if keep := os.Getenv("WIRETAP_KEEP_BAD"); keep != "" {
+		path = keep
+	}
 	writeCapture(t, path, []synthFlow{
 		{"10.0.0.1:40001", "10.0.0.9:5672", real},
 		{"10.0.0.2:40002", "10.0.0.9:5672", []chunk{{true, garbage}, {false, []byte("AMQP\x00\x00\x09\x01")}}},

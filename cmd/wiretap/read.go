@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
 
@@ -46,23 +48,105 @@ func runRead(path string, f *decodeFlags) error {
 	if err != nil {
 		return err
 	}
+	// Units are garbage as soon as they are printed: collect less often,
+	// but never let that take the heap past a few hundred MiB (a soft limit
+	// the runtime meets by collecting sooner; GOMEMLIMIT overrides it).
+	debug.SetGCPercent(200)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(128 << 20)
+	}
+	// Decoding and printing overlap: text and JSON are rendered by worker
+	// goroutines and written in order; pqtrace, which is stateful, prints on
+	// one goroutine of its own.
+	var sink func(*decode.Unit)
+	var wait func() error
+	if pr.render != nil {
+		r := newParallelRender(pr)
+		sink, wait = r.add, r.close
+	} else {
+		s := newParallelSink(pr.Unit)
+		sink, wait = s.add, func() error { s.close(); return nil }
+	}
 	decodeAs, _ := f.decodeAsMap()
-	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: pr.Unit})
+	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
 	stats, err := capture.ReadFile(path, pl, nil)
-	if err != nil {
-		if errors.Is(err, capture.ErrNotCapture) || stats == nil {
-			return inputErr(err)
-		}
+	if err != nil && (errors.Is(err, capture.ErrNotCapture) || stats == nil) {
+		wait()
+		return inputErr(err)
 	}
 	pl.Finish()
+	if werr := wait(); werr != nil {
+		return inputErr(fmt.Errorf("writing output: %w", werr))
+	}
 	if err := pr.finish(pl); err != nil {
 		return inputErr(fmt.Errorf("writing output: %w", err))
 	}
 	for _, w := range stats.Warnings {
 		fmt.Fprintln(os.Stderr, "wiretap: warning:", w)
 	}
+	if stats.MoreWarnings > 0 {
+		fmt.Fprintln(os.Stderr, "wiretap: warning:", stats.MoreWarnings, "more warnings")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wiretap: warning:", err)
 	}
 	return nil
+}
+
+// parallelSink hands units to fn on another goroutine, in batches, in
+// order.
+type parallelSink struct {
+	fn   func(*decode.Unit)
+	cur  []*decode.Unit
+	full chan []*decode.Unit
+	free chan []*decode.Unit
+	done chan struct{}
+}
+
+const sinkBatch = 512
+
+func newParallelSink(fn func(*decode.Unit)) *parallelSink {
+	s := &parallelSink{
+		fn:   fn,
+		full: make(chan []*decode.Unit, 16),
+		free: make(chan []*decode.Unit, 17),
+		done: make(chan struct{}),
+	}
+	s.cur = make([]*decode.Unit, 0, sinkBatch)
+	go func() {
+		defer close(s.done)
+		for b := range s.full {
+			for i, u := range b {
+				s.fn(u)
+				b[i] = nil
+			}
+			select {
+			case s.free <- b[:0]:
+			default:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *parallelSink) add(u *decode.Unit) {
+	s.cur = append(s.cur, u)
+	if len(s.cur) == sinkBatch {
+		s.full <- s.cur
+		select {
+		case s.cur = <-s.free:
+		default:
+			s.cur = make([]*decode.Unit, 0, sinkBatch)
+		}
+	}
+}
+
+// close sends what is left and waits until every unit was handed to fn.
+func (s *parallelSink) close() {
+	if len(s.cur) > 0 {
+		s.full <- s.cur
+		s.cur = nil
+	}
+	close(s.full)
+	<-s.done
 }

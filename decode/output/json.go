@@ -143,22 +143,23 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 // gets a "#2" suffix so the object stays valid for every JSON parser.
 func appendFieldMap(b []byte, fs []*decode.Field) []byte {
 	b = append(b, '{')
-	var seen map[string]int
 	for i, f := range fs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		key := f.Key
-		if seen == nil && len(fs) > 1 {
-			seen = make(map[string]int, len(fs))
-		}
-		if seen != nil {
-			seen[key]++
-			if k := seen[key]; k > 1 {
-				key += "#" + strconv.Itoa(k)
+		// Repeated keys are rare and levels are small: count earlier
+		// occurrences instead of keeping a map.
+		n := 1
+		for _, g := range fs[:i] {
+			if g.Key == f.Key {
+				n++
 			}
 		}
-		b = AppendString(b, key)
+		if n == 1 {
+			b = AppendString(b, f.Key)
+		} else {
+			b = AppendString(b, f.Key+"#"+strconv.Itoa(n))
+		}
 		b = append(b, ':')
 		b = appendFieldValue(b, f)
 	}

@@ -30,10 +30,19 @@ func (t *Text) Unit(u *decode.Unit) error {
 	if !t.begun {
 		t.first, t.begun = u.Time, true
 	}
-	b := t.buf
+	t.buf = AppendText(t.buf, u, t.first)
+	if len(t.buf) >= 60<<10 {
+		return t.Flush()
+	}
+	return nil
+}
+
+// AppendText appends u's line (with its newline); times are printed
+// relative to first.
+func AppendText(b []byte, u *decode.Unit, first time.Time) []byte {
 	b = appendPadInt(b, u.N, 7)
 	b = append(b, ' ')
-	b = appendSeconds(b, u.Time.Sub(t.first))
+	b = appendSeconds(b, u.Time.Sub(first))
 	b = append(b, ' ')
 	id := 0
 	if u.Conn != nil {
@@ -70,12 +79,7 @@ func (t *Text) Unit(u *decode.Unit) error {
 		b = appendPrintable(b, u.Err)
 		b = append(b, ']')
 	}
-	b = append(b, '\n')
-	t.buf = b
-	if len(b) >= 60<<10 {
-		return t.Flush()
-	}
-	return nil
+	return append(b, '\n')
 }
 
 // Line appends free text (end-of-run reports) after the unit lines.
