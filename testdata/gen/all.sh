@@ -12,5 +12,9 @@ GEN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 "$GEN/amqp10.sh"
 "$GEN/pgsql.sh"
 "$GEN/bad.sh"
+# Protocol-compression captures are derived from the PostgreSQL sessions.
+(cd "$GEN/../.." &&
+	go run ./cmd/wiretap compress-sim testdata/pgsql-libpq.pcapng --write testdata/pgsql-libpq-zstd.pcapng --algorithm zstd --messages 3 >/dev/null &&
+	go run ./cmd/wiretap compress-sim testdata/pgsql-pgx.pcapng --write testdata/pgsql-pgx-lz4.pcapng --algorithm lz4 --messages 0 --tx-frame >/dev/null)
 "$GEN/versions.sh" >"$GEN/../VERSIONS.txt"
 echo "all.sh: done; tshark oracle: go test ./internal/tshark/ -run TestUpdateSaved -update" >&2
