@@ -145,7 +145,10 @@ start_postgres() {
 			EOF
 		fi
 		log "postgres: starting on $WIRETAP_PG_HOST:$WIRETAP_PG_PORT"
-		pg "$PGBIN/pg_ctl -D '$PG_DIR/data' -l '$PG_DIR/postgres.log' -w -t 60 start" >/dev/null
+		# The address and port are given at start, not only at initdb, so a
+		# cluster left by an earlier run with other settings still comes up
+		# where asked.
+		pg "$PGBIN/pg_ctl -D '$PG_DIR/data' -l '$PG_DIR/postgres.log' -w -t 60 -o \"-c listen_addresses='${WIRETAP_PG_HOST}' -p ${WIRETAP_PG_PORT}\" start" >/dev/null
 		# Users are made once; a rerun finds them.
 		pg "$PGBIN/psql -h '$PG_DIR' -p $WIRETAP_PG_PORT -U postgres -qAt -v ON_ERROR_STOP=1 postgres" <<-'EOF'
 			SET password_encryption = 'md5';
