@@ -149,6 +149,9 @@ type parallelRender struct {
 	order chan *renderJob
 	done  chan struct{}
 	err   error
+	// bufs recycles output buffers: a fresh 64 KiB buffer per batch would
+	// cost more in zeroing than the rendering itself.
+	bufs chan []byte
 }
 
 // A batch is sent when it holds renderBatch units or renderBatchBytes of
@@ -167,6 +170,7 @@ func newParallelRender(p *printer) *parallelRender {
 		order: make(chan *renderJob, renderInFlight),
 		done:  make(chan struct{}),
 		cur:   make([]*decode.Unit, 0, renderBatch),
+		bufs:  make(chan []byte, 2*renderInFlight+4),
 	}
 	workers := min(max(runtime.GOMAXPROCS(0), 1), 4)
 	for range workers {
@@ -188,6 +192,10 @@ func newParallelRender(p *printer) *parallelRender {
 			if r.err == nil {
 				_, r.err = p.out.Write(j.out)
 			}
+			select {
+			case r.bufs <- j.out[:0]:
+			default:
+			}
 		}
 	}()
 	return r
@@ -204,7 +212,13 @@ func (r *parallelRender) add(u *decode.Unit) {
 }
 
 func (r *parallelRender) send() {
-	j := &renderJob{units: r.cur, out: make([]byte, 0, 64<<10), ready: make(chan struct{})}
+	var out []byte
+	select {
+	case out = <-r.bufs:
+	default:
+		out = make([]byte, 0, 64<<10)
+	}
+	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{})}
 	r.order <- j
 	r.jobs <- j
 	r.cur = make([]*decode.Unit, 0, renderBatch)

@@ -51,9 +51,9 @@ func runRead(path string, f *decodeFlags) error {
 	// Units are garbage as soon as they are printed: collect less often,
 	// but never let that take the heap past a few hundred MiB (a soft limit
 	// the runtime meets by collecting sooner; GOMEMLIMIT overrides it).
-	debug.SetGCPercent(200)
+	debug.SetGCPercent(400)
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(128 << 20)
+		debug.SetMemoryLimit(192 << 20)
 	}
 	// Decoding and printing overlap: text and JSON are rendered by worker
 	// goroutines and written in order; pqtrace, which is stateful, prints on
