@@ -112,21 +112,17 @@ type Checksum struct {
 
 // Unit is one protocol frame or message on the wire (or nested inside
 // another unit, such as a message inside PostgreSQL's CompressedMessages).
+//
+// Fields are ordered to avoid padding; the annotations most units never
+// carry (message-id, checksum, warnings, error, protocol extension) live in
+// a separately allocated struct reached through accessor methods, which keeps
+// a capture of millions of units small.
 type Unit struct {
 	// N is assigned by the pipeline in output order, from 1.
 	N    int
 	Conn *Conn
-	Dir  Dir
 	// Time is the capture time of the packet that completed the unit.
-	Time  time.Time
-	Proto Proto
-	// Channel is the AMQP channel; HasChannel says whether it applies.
-	Channel    uint16
-	HasChannel bool
-	// Type is the unit's type as INTERFACES.md names it ("basic.publish",
-	// "transfer", "DataRow").
-	Type    string
-	Summary string
+	Time time.Time
 	// Offset is the position of the unit's first byte in its direction's
 	// stream (for nested units: in the decompressed stream).
 	Offset int64
@@ -134,26 +130,136 @@ type Unit struct {
 	Len int
 	// Raw holds the unit's exact bytes. The unit owns it.
 	Raw []byte
+	// Type is the unit's type as INTERFACES.md names it ("basic.publish",
+	// "transfer", "DataRow").
+	Type    string
+	Summary string
 	// Parent is the container that carried this unit, if any.
 	Parent *Unit
-	// MessageID is AMQP 1.0's properties.message-id of a completed message.
-	MessageID string
-	Checksum  *Checksum
-	Warnings  []string
-	// Err says why this unit, or the stream from here, could not be decoded.
-	Err string
-	// Secret marks units that carried credentials (already redacted in Raw
-	// unless the decoder was told to show secrets).
-	Secret bool
-
-	// Ext holds protocol-specific decoded state that the protocol package
-	// reads back through its own accessors (amqp10.MessageOf); other
-	// packages treat it as opaque.
-	Ext any
 
 	// Dissect builds the unit's field tree on demand. Nil means the unit has
 	// no fields beyond its header.
 	Dissect func(u *Unit) []*Field
+
+	// Channel is the AMQP channel; HasChannel says whether it applies.
+	Channel    uint16
+	Dir        Dir
+	Proto      Proto
+	HasChannel bool
+	// Secret marks units that carried credentials (already redacted in Raw
+	// unless the decoder was told to show secrets).
+	Secret bool
+
+	// notes holds the rarely set annotations; nil for most units.
+	notes *unitNotes
+}
+
+// unitNotes holds the annotations few units carry, so that Unit stays small.
+type unitNotes struct {
+	messageID string
+	checksum  *Checksum
+	warnings  []string
+	err       string
+	ext       any
+}
+
+// note returns the unit's notes, allocating them on first use.
+func (u *Unit) note() *unitNotes {
+	if u.notes == nil {
+		u.notes = new(unitNotes)
+	}
+	return u.notes
+}
+
+// Err says why this unit, or the stream from here, could not be decoded;
+// empty when it decoded.
+func (u *Unit) Err() string {
+	if u.notes == nil {
+		return ""
+	}
+	return u.notes.err
+}
+
+// SetErr sets the unit's decode error (see [Unit.Err]).
+func (u *Unit) SetErr(msg string) {
+	if msg == "" && u.notes == nil {
+		return
+	}
+	u.note().err = msg
+}
+
+// Warnings returns the unit's warnings, in the order they were raised.
+func (u *Unit) Warnings() []string {
+	if u.notes == nil {
+		return nil
+	}
+	return u.notes.warnings
+}
+
+// SetWarnings replaces the unit's warnings with ws.
+func (u *Unit) SetWarnings(ws []string) {
+	if ws == nil && u.notes == nil {
+		return
+	}
+	u.note().warnings = ws
+}
+
+// Warn appends a warning to the unit.
+func (u *Unit) Warn(msg string) {
+	n := u.note()
+	n.warnings = append(n.warnings, msg)
+}
+
+// MessageID is AMQP 1.0's properties.message-id of a completed message;
+// empty otherwise.
+func (u *Unit) MessageID() string {
+	if u.notes == nil {
+		return ""
+	}
+	return u.notes.messageID
+}
+
+// SetMessageID sets the unit's message-id (see [Unit.MessageID]).
+func (u *Unit) SetMessageID(id string) {
+	if id == "" && u.notes == nil {
+		return
+	}
+	u.note().messageID = id
+}
+
+// Checksum is the end-to-end checksum verdict of the AMQP 1.0 message the
+// unit completes; nil when none applies.
+func (u *Unit) Checksum() *Checksum {
+	if u.notes == nil {
+		return nil
+	}
+	return u.notes.checksum
+}
+
+// SetChecksum sets the unit's checksum verdict (see [Unit.Checksum]).
+func (u *Unit) SetChecksum(c *Checksum) {
+	if c == nil && u.notes == nil {
+		return
+	}
+	u.note().checksum = c
+}
+
+// Ext returns protocol-specific decoded state that the protocol package
+// reads back through its own accessors (amqp10.MessageOf); other packages
+// treat it as opaque.
+func (u *Unit) Ext() any {
+	if u.notes == nil {
+		return nil
+	}
+	return u.notes.ext
+}
+
+// SetExt sets the unit's protocol-specific state (see [Unit.Ext]).
+func (u *Unit) SetExt(x any) {
+	if x == nil && u.notes == nil {
+		return
+	}
+	u.note().ext = x
 }
 
 // Fields returns the unit's field tree, decoding it now. Callers that look
@@ -164,6 +270,3 @@ func (u *Unit) Fields() []*Field {
 	}
 	return u.Dissect(u)
 }
-
-// Warn appends a warning to the unit.
-func (u *Unit) Warn(msg string) { u.Warnings = append(u.Warnings, msg) }

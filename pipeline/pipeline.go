@@ -343,14 +343,14 @@ func (p *Pipeline) emit(u *decode.Unit) {
 			c.Units[u.Dir]++
 			c.Bytes[u.Dir] += int64(u.Len)
 		}
-		if len(u.Warnings) > 0 {
+		if len(u.Warnings()) > 0 {
 			c.Warnings++
 		}
-		if u.Err != "" {
+		if u.Err() != "" {
 			c.Errors++
 		}
-		if u.Checksum != nil && int(u.Checksum.Status) < len(c.Checksums) {
-			c.Checksums[u.Checksum.Status]++
+		if ck := u.Checksum(); ck != nil && int(ck.Status) < len(c.Checksums) {
+			c.Checksums[ck.Status]++
 		}
 	}
 	if u.Proto == decode.ProtoAMQP10 {

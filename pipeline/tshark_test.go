@@ -64,8 +64,8 @@ func TestAgreesWithTshark(t *testing.T) {
 				if u.Proto != decode.ProtoAMQP091 {
 					continue
 				}
-				if u.Err != "" {
-					t.Errorf("unit %d: %s", u.N, u.Err)
+				if u.Err() != "" {
+					t.Errorf("unit %d: %s", u.N, u.Err())
 				}
 				d := tshark.FromClient
 				if u.Dir == decode.DirB {

@@ -162,8 +162,8 @@ func TestChecksumMismatchSelectable(t *testing.T) {
 		t.Fatal("no mismatching transfers")
 	}
 	u := d.selected()
-	if u.Checksum == nil || u.Checksum.Status != decode.ChecksumMismatch {
-		t.Fatalf("selected %+v", u.Checksum)
+	if u.Checksum() == nil || u.Checksum().Status != decode.ChecksumMismatch {
+		t.Fatalf("selected %+v", u.Checksum())
 	}
 	d.contains("✗", "checksum MISMATCH (crc-32: footer says 0x")
 	// The connection row summarises verdicts with symbols.

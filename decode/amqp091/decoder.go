@@ -158,7 +158,7 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 					}
 				}
 			}
-			u.Err = "amqp091: truncated: stream ended " + strconv.Itoa(len(rest)) + " bytes into a frame"
+			u.SetErr("amqp091: truncated: stream ended " + strconv.Itoa(len(rest)) + " bytes into a frame")
 			d.emit(u)
 		} else if !ds.afterGap {
 			d.skip(dir, ds.s.Pos+int64(n), rest, t, "")
@@ -298,7 +298,7 @@ func (d *Decoder) flushJunk(dir decode.Dir) {
 	if why == "" {
 		why = "not an AMQP frame"
 	}
-	u.Err = "amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + " to the next frame boundary"
+	u.SetErr("amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + " to the next frame boundary")
 	u.Summary = "Malformed: " + why
 	u.Dissect = dissectMalformed
 	*j = junk{}
@@ -504,21 +504,21 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	u.Type = "method"
 	if len(p) < 4 {
 		u.Summary = "Method"
-		u.Err = "amqp091: method frame payload of " + strconv.Itoa(len(p)) + " bytes, want at least 4"
+		u.SetErr("amqp091: method frame payload of " + strconv.Itoa(len(p)) + " bytes, want at least 4")
 		return
 	}
 	class, id := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
 	info := LookupMethod(class, id)
 	if info == nil {
 		u.Summary = "Unknown method " + strconv.Itoa(int(class)) + "." + strconv.Itoa(int(id))
-		u.Err = unknownMethod(class, id).Error()
+		u.SetErr(unknownMethod(class, id).Error())
 		return
 	}
 	u.Type = info.Name
 	s := appendMethodSummary(d.scratch[:0], info, p[4:])
 	m, err := ds.md.Decode(p)
 	if err != nil {
-		u.Err = err.Error()
+		u.SetErr(err.Error())
 	}
 	switch m := m.(type) {
 	case *ConnectionStart:
@@ -640,7 +640,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	u.Type = UnitContentHeader
 	if err := ds.hdr.DecodeFromBytes(p); err != nil {
 		u.Summary = "Content-Header"
-		u.Err = err.Error()
+		u.SetErr(err.Error())
 		d.drop(ds, u.Channel)
 		return
 	}

@@ -57,8 +57,8 @@ func TestDecoderConversation(t *testing.T) {
 		}
 		var off int64
 		for _, u := range r.units {
-			if u.Err != "" {
-				t.Fatalf("chunk %d: %s: %s", chunk, u.Type, u.Err)
+			if u.Err() != "" {
+				t.Fatalf("chunk %d: %s: %s", chunk, u.Type, u.Err())
 			}
 			if u.Offset != off || u.Len != len(u.Raw) || !bytes.Equal(u.Raw, client[off:off+int64(u.Len)]) && !u.Secret {
 				t.Fatalf("chunk %d: %s at %d, want %d", chunk, u.Type, u.Offset, off)
@@ -74,8 +74,8 @@ func TestDecoderConversation(t *testing.T) {
 		d.End(decode.DirB, t0)
 		deliveries := 0
 		for _, u := range r.units {
-			if u.Err != "" || u.Dir != decode.DirB {
-				t.Fatalf("chunk %d: server %s: %s", chunk, u.Type, u.Err)
+			if u.Err() != "" || u.Dir != decode.DirB {
+				t.Fatalf("chunk %d: server %s: %s", chunk, u.Type, u.Err())
 			}
 			if u.Type == "basic.deliver" {
 				deliveries++
@@ -224,7 +224,7 @@ func TestDecoderMaxMessage(t *testing.T) {
 	d, r := newTestDecoder(opt)
 	d.Feed(decode.DirF, b, t0)
 	last := r.units[len(r.units)-1]
-	if len(last.Warnings) == 0 {
+	if len(last.Warnings()) == 0 {
 		t.Fatal("no warning for a cut message")
 	}
 	f := decode.Find(last.Fields(), "amqp.message.body")
@@ -254,8 +254,8 @@ func TestDecoderSecrets(t *testing.T) {
 			d, r := newTestDecoder(opt)
 			d.Feed(decode.DirF, AppendMethodFrame(nil, 0, c.m), t0)
 			u := r.units[0]
-			if u.Err != "" {
-				t.Fatal(u.Err)
+			if u.Err() != "" {
+				t.Fatal(u.Err())
 			}
 			leaked := bytes.Contains(u.Raw, []byte(c.secret))
 			fs := u.Fields()
@@ -324,7 +324,7 @@ func TestDecoderMalformed(t *testing.T) {
 			errs := 0
 			var total int
 			for _, u := range r.units {
-				if u.Err != "" {
+				if u.Err() != "" {
 					errs++
 				}
 				total += u.Len
@@ -354,7 +354,7 @@ func TestDecoderAbsurdLength(t *testing.T) {
 	d, r := newTestDecoder(nil)
 	d.Feed(decode.DirF, []byte{3, 0, 1, 0xff, 0xff, 0xff, 0xf0, 'x'}, t0)
 	d.End(decode.DirF, t0)
-	if len(r.units) != 1 || r.units[0].Type != UnitMalformed || !strings.Contains(r.units[0].Err, "exceeds the limit") {
+	if len(r.units) != 1 || r.units[0].Type != UnitMalformed || !strings.Contains(r.units[0].Err(), "exceeds the limit") {
 		t.Fatalf("%v %+v", r.types(), r.units)
 	}
 	// The negotiated frame-max is a limit too.
@@ -362,7 +362,7 @@ func TestDecoderAbsurdLength(t *testing.T) {
 	d.Feed(decode.DirF, AppendMethodFrame(nil, 0, &ConnectionTuneOk{FrameMax: 4096}), t0)
 	d.Feed(decode.DirF, AppendFrame(nil, FrameBody, 1, make([]byte, 5000)), t0)
 	d.End(decode.DirF, t0)
-	if got := strings.Join(r.types(), " "); got != "connection.tune-ok malformed" || !strings.Contains(r.units[1].Err, "4088") {
+	if got := strings.Join(r.types(), " "); got != "connection.tune-ok malformed" || !strings.Contains(r.units[1].Err(), "4088") {
 		t.Fatalf("%s: %+v", got, r.units[1])
 	}
 }
@@ -404,8 +404,8 @@ func checkResynced(t *testing.T, where string, cut int, stream []byte, r *record
 	t.Helper()
 	resumed := false
 	for _, u := range r.units {
-		if u.Err != "" || u.Type == UnitMalformed {
-			t.Errorf("%s gap at %d: %s unit at %d: %s", where, cut, u.Type, u.Offset, u.Err)
+		if u.Err() != "" || u.Type == UnitMalformed {
+			t.Errorf("%s gap at %d: %s unit at %d: %s", where, cut, u.Type, u.Offset, u.Err())
 			return
 		}
 		if !u.Secret && !bytes.Equal(u.Raw, stream[u.Offset:u.Offset+int64(u.Len)]) {
@@ -484,8 +484,8 @@ func TestDecoderInterleavedChannels(t *testing.T) {
 		}
 		got := map[uint16]string{}
 		for _, u := range r.units {
-			if u.Err != "" {
-				t.Fatal(u.Err)
+			if u.Err() != "" {
+				t.Fatal(u.Err())
 			}
 			if f := decode.Find(u.Fields(), "amqp.message.body"); f != nil {
 				got[u.Channel] = f.Value.(string)
@@ -512,7 +512,7 @@ func TestDecoderSecretsInBrokenFrames(t *testing.T) {
 	d, r := newTestDecoder(nil)
 	d.Feed(decode.DirF, cut, t0)
 	d.End(decode.DirF, t0)
-	if len(r.units) != 1 || r.units[0].Err == "" {
+	if len(r.units) != 1 || r.units[0].Err() == "" {
 		t.Fatalf("%v", r.types())
 	}
 	if u := r.units[0]; bytes.Contains(u.Raw, []byte("longpa")) || !u.Secret {
@@ -524,8 +524,8 @@ func TestDecoderSecretsInBrokenFrames(t *testing.T) {
 		Response: []byte("\x00alice\x00longpassword"), Locale: []byte("en_US")})
 	d, r = newTestDecoder(nil)
 	d.Feed(decode.DirF, bad, t0)
-	if u := r.units[0]; u.Err == "" || bytes.Contains(u.Raw, []byte("longpassword")) || !u.Secret {
-		t.Errorf("malformed start-ok leaks: err %q raw %q", u.Err, u.Raw)
+	if u := r.units[0]; u.Err() == "" || bytes.Contains(u.Raw, []byte("longpassword")) || !u.Secret {
+		t.Errorf("malformed start-ok leaks: err %q raw %q", u.Err(), u.Raw)
 	}
 	// A response whose length overruns the frame is overwritten whole.
 	over := append([]byte(nil), full...)
@@ -619,10 +619,10 @@ func TestDecoderProtocolHeaders(t *testing.T) {
 	if len(r.units) != 2 {
 		t.Fatalf("%v", r.types())
 	}
-	if u := r.units[0]; u.Type != UnitProtocolHeader || u.Summary != "Protocol-Header AMQP 1.1.8.0" || len(u.Warnings) != 1 {
+	if u := r.units[0]; u.Type != UnitProtocolHeader || u.Summary != "Protocol-Header AMQP 1.1.8.0" || len(u.Warnings()) != 1 {
 		t.Errorf("0-8 header: %+v", u)
 	}
-	if u := r.units[1]; u.Summary != "Protocol-Header AMQP 0-9-1" || len(u.Warnings) != 0 || u.HasChannel {
+	if u := r.units[1]; u.Summary != "Protocol-Header AMQP 0-9-1" || len(u.Warnings()) != 0 || u.HasChannel {
 		t.Errorf("0-9-1 header: %+v", u)
 	}
 	fs := jsonShape(r.units[1].Fields())
@@ -633,7 +633,7 @@ func TestDecoderProtocolHeaders(t *testing.T) {
 	d, r = newTestDecoder(nil)
 	d.Feed(decode.DirF, []byte("AMQP\x00"), t0)
 	d.End(decode.DirF, t0)
-	if len(r.units) != 1 || r.units[0].Err == "" {
+	if len(r.units) != 1 || r.units[0].Err() == "" {
 		t.Errorf("cut header: %v", r.types())
 	}
 }

@@ -222,11 +222,11 @@ func checkRecorded(t *testing.T, client, server []byte, bodies [][]byte) {
 	var seq [2][]string
 	var delivered [][]byte
 	for _, u := range rec.units {
-		if u.Err != "" {
-			t.Errorf("%s %s at %d: %s", u.Dir, u.Type, u.Offset, u.Err)
+		if u.Err() != "" {
+			t.Errorf("%s %s at %d: %s", u.Dir, u.Type, u.Offset, u.Err())
 		}
-		if len(u.Warnings) > 0 {
-			t.Errorf("%s %s: warnings %v", u.Dir, u.Type, u.Warnings)
+		if len(u.Warnings()) > 0 {
+			t.Errorf("%s %s: warnings %v", u.Dir, u.Type, u.Warnings())
 		}
 		fs := u.Fields()
 		if u.Type != "content-body" && u.Type != "content-header" && u.Type != "heartbeat" {

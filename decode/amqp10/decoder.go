@@ -164,7 +164,7 @@ func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 	u.Len = len(b)
 	u.Type = "error"
 	u.Summary = "undecodable bytes"
-	u.Err = msg
+	u.SetErr(msg)
 	st.opaque = true
 	d.emit(u)
 }
@@ -248,7 +248,7 @@ func (d *Decoder) frame(dir decode.Dir, st *direction, b []byte, pos int64, t ti
 	if err := ScanComposite(u.Raw, body, c); err != nil {
 		u.Type = "error"
 		u.Summary = "undecodable frame body"
-		u.Err = err.Error()
+		u.SetErr(err.Error())
 		d.emit(u)
 		return
 	}
@@ -613,7 +613,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	if k := len(st.deliveries); k > 0 {
 		msg += "; " + strconv.Itoa(k) + " deliveries in reassembly dropped"
 	}
-	u.Err = msg + ": decoding resumes at the next frame header found"
+	u.SetErr(msg + ": decoding resumes at the next frame header found")
 	st.deliveries = nil
 	skip := int64(n)
 	if skip < 0 {
@@ -679,7 +679,7 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 				msg += " of " + strconv.FormatUint(uint64(size), 10)
 			}
 		}
-		u.Err = msg + " at offset " + strconv.FormatInt(st.s.Pos, 10)
+		u.SetErr(msg + " at offset " + strconv.FormatInt(st.s.Pos, 10))
 		st.s.Keep(n, nil)
 		d.emit(u)
 	}

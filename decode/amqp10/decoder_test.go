@@ -150,7 +150,7 @@ func TestChecksumVerdicts(t *testing.T) {
 					t.Fatalf("%d units", len(us))
 				}
 				u := us[0]
-				ck := u.Checksum
+				ck := u.Checksum()
 				if ck == nil || ck.Status != tc.want {
 					t.Fatalf("checksum %+v, want %s (%s)", ck, tc.want, u.Summary)
 				}
@@ -207,15 +207,15 @@ func TestReassemblyInterleavedAndAborted(t *testing.T) {
 		}
 		var done []string
 		for _, u := range us {
-			if u.Err != "" {
-				t.Errorf("unit error %s", u.Err)
+			if u.Err() != "" {
+				t.Errorf("unit error %s", u.Err())
 			}
 			if cm := MessageOf(u); cm != nil {
-				done = append(done, u.MessageID)
-				if u.Checksum.Status != decode.ChecksumOK {
-					t.Errorf("%s: %+v", u.MessageID, u.Checksum)
+				done = append(done, u.MessageID())
+				if u.Checksum().Status != decode.ChecksumOK {
+					t.Errorf("%s: %+v", u.MessageID(), u.Checksum())
 				}
-				if u.MessageID == "big" {
+				if u.MessageID() == "big" {
 					if cm.Frames != 3 || !bytes.Equal(cm.Bytes, big) || !bytes.Equal(cm.Bare(), bare) || cm.DeliveryID != 10 {
 						t.Errorf("big: frames %d, %d bytes, id %d", cm.Frames, len(cm.Bytes), cm.DeliveryID)
 					}
@@ -256,7 +256,7 @@ func TestMaxMessage(t *testing.T) {
 	}
 	warned := false
 	for _, u := range us {
-		warned = warned || len(u.Warnings) > 0
+		warned = warned || len(u.Warnings()) > 0
 	}
 	if !warned {
 		t.Error("no warning about the limit")
@@ -285,8 +285,8 @@ func TestFramingEdgeCases(t *testing.T) {
 			continue
 		}
 		u := us[0]
-		if u.Type != tc.typ || !strings.Contains(u.Err, tc.err) || (tc.err == "") != (u.Err == "") {
-			t.Errorf("%s: type %q err %q", tc.name, u.Type, u.Err)
+		if u.Type != tc.typ || !strings.Contains(u.Err(), tc.err) || (tc.err == "") != (u.Err() == "") {
+			t.Errorf("%s: type %q err %q", tc.name, u.Type, u.Err())
 		}
 		u.Fields()
 	}
@@ -356,13 +356,13 @@ func TestGapResynchronises(t *testing.T) {
 	d.Feed(decode.DirF, second[:5], time.Time{})
 	d.Feed(decode.DirF, second[5:], time.Time{})
 	d.End(decode.DirF, time.Time{})
-	if len(units) != 2 || units[0].Type != "error" || !strings.Contains(units[0].Err, "lost 50 bytes") {
+	if len(units) != 2 || units[0].Type != "error" || !strings.Contains(units[0].Err(), "lost 50 bytes") {
 		t.Fatalf("units: %d, first %+v", len(units), units[0])
 	}
 	u := units[1]
-	if u.MessageID != "after-gap" || u.Checksum.Status != decode.ChecksumOK || len(u.Warnings) != 1 ||
-		!strings.Contains(u.Warnings[0], "skipped "+strconv.Itoa(len(first)-80)+" bytes") {
-		t.Errorf("after the gap: %q %v", u.Summary, u.Warnings)
+	if u.MessageID() != "after-gap" || u.Checksum().Status != decode.ChecksumOK || len(u.Warnings()) != 1 ||
+		!strings.Contains(u.Warnings()[0], "skipped "+strconv.Itoa(len(first)-80)+" bytes") {
+		t.Errorf("after the gap: %q %v", u.Summary, u.Warnings())
 	}
 	// The 50 lost bytes count in stream offsets: second starts where it
 	// would have without the gap.

@@ -113,10 +113,10 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 		msg.Display = "reassembled from " + strconv.Itoa(cm.Frames) + " transfers, " + strconv.Itoa(len(cm.Bytes)) +
 			" bytes; this frame carried bytes " + strconv.Itoa(cm.RawFrom) + ".." + strconv.Itoa(len(cm.Bytes)) + " (fields in earlier frames have no range)"
 	}
-	if u.MessageID != "" {
-		msg.Add(&decode.Field{Key: "message-id", Name: "amqp.message_id", Value: u.MessageID})
+	if u.MessageID() != "" {
+		msg.Add(&decode.Field{Key: "message-id", Name: "amqp.message_id", Value: u.MessageID()})
 	}
-	if ck := u.Checksum; ck != nil {
+	if ck := u.Checksum(); ck != nil {
 		f := &decode.Field{Key: "checksum", Name: "amqp.checksum", Value: ck.Status.String(), Kind: decode.KindValue}
 		if ck.Status != decode.ChecksumAbsent {
 			f.Display = ck.Algorithm + " " + ck.Status.String()

@@ -140,15 +140,15 @@ func TestGoAMQPLive(t *testing.T) {
 		for _, u := range units {
 			imm.Observe(u)
 			covered[u.Dir] += u.Len
-			if u.Err != "" {
-				t.Errorf("conn %d: %s: %s", ci+1, u.Summary, u.Err)
+			if u.Err() != "" {
+				t.Errorf("conn %d: %s: %s", ci+1, u.Summary, u.Err())
 			}
 			if MessageOf(u) == nil {
 				continue
 			}
 			completed++
-			if st, ok := want[u.MessageID]; !ok || u.Checksum.Status != st {
-				t.Errorf("conn %d %s %q: checksum %+v, want %s", ci+1, u.Dir, u.MessageID, u.Checksum, st)
+			if st, ok := want[u.MessageID()]; !ok || u.Checksum().Status != st {
+				t.Errorf("conn %d %s %q: checksum %+v, want %s", ci+1, u.Dir, u.MessageID(), u.Checksum(), st)
 			}
 		}
 		if covered != total {

@@ -80,9 +80,9 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		return nil
 	}
 	bare := cm.Bare()
-	key := "id:" + u.MessageID
+	key := "id:" + u.MessageID()
 	by := "message-id"
-	if u.MessageID == "" {
+	if u.MessageID() == "" {
 		h := sha256.Sum256(bare)
 		key, by = "sha256:"+string(h[:]), "bare-message hash"
 	}
@@ -129,7 +129,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 			"; " + strconv.Itoa(v.In) + " bytes sent, " + strconv.Itoa(v.Out) + " received"
 		f.Display = msg
 		u.Warn(msg)
-		id := u.MessageID
+		id := u.MessageID()
 		if id == "" {
 			id = "(no message-id)"
 		}

@@ -110,8 +110,8 @@ func TestTsharkAgrees(t *testing.T) {
 	ours := 0
 	for _, rec := range loadProtonRecordings(t) {
 		d := New(&decode.Conn{ID: 1}, nil, func(u *decode.Unit) {
-			if u.Err != "" {
-				t.Errorf("%s: %s", u.Summary, u.Err)
+			if u.Err() != "" {
+				t.Errorf("%s: %s", u.Summary, u.Err())
 			}
 			if u.Type != "protocol-header" && u.Type != "empty" {
 				ours++

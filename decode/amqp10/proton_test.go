@@ -194,7 +194,7 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 		d.End(decode.DirB, time.Unix(0, 0))
 		for _, u := range units {
 			if v := imm.Observe(u); v != nil {
-				verdicts[u.MessageID] = v
+				verdicts[u.MessageID()] = v
 			}
 		}
 		// Frame-by-frame agreement, per direction, in order.
@@ -228,8 +228,8 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 			}
 			for i, u := range got {
 				e := exp[i]
-				if u.Err != "" {
-					t.Errorf("conn %d %s unit %d: error %s", ci+1, dir, i, u.Err)
+				if u.Err() != "" {
+					t.Errorf("conn %d %s unit %d: error %s", ci+1, dir, i, u.Err())
 				}
 				if u.Type != e.typ {
 					t.Errorf("conn %d %s unit %d: type %q, proton says %q", ci+1, dir, i, u.Type, e.typ)
@@ -255,20 +255,20 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 				continue
 			}
 			seen++
-			e, ok := want[u.Dir][u.MessageID]
+			e, ok := want[u.Dir][u.MessageID()]
 			if !ok {
-				t.Errorf("conn %d: completed message with unexpected id %q", ci+1, u.MessageID)
+				t.Errorf("conn %d: completed message with unexpected id %q", ci+1, u.MessageID())
 				continue
 			}
-			if u.Checksum == nil || u.Checksum.Status.String() != e.Checksum {
-				t.Errorf("conn %d %s %q: checksum %+v, want %s", ci+1, u.Dir, u.MessageID, u.Checksum, e.Checksum)
+			if u.Checksum() == nil || u.Checksum().Status.String() != e.Checksum {
+				t.Errorf("conn %d %s %q: checksum %+v, want %s", ci+1, u.Dir, u.MessageID(), u.Checksum(), e.Checksum)
 				continue
 			}
-			if e.Checksum != "absent" && (u.Checksum.Algorithm != e.Algorithm || u.Checksum.Expected != e.Expected) {
-				t.Errorf("conn %d %q: checksum %+v, want %s expected %d", ci+1, u.MessageID, u.Checksum, e.Algorithm, e.Expected)
+			if e.Checksum != "absent" && (u.Checksum().Algorithm != e.Algorithm || u.Checksum().Expected != e.Expected) {
+				t.Errorf("conn %d %q: checksum %+v, want %s expected %d", ci+1, u.MessageID(), u.Checksum(), e.Algorithm, e.Expected)
 			}
 			if got := len(cm.Bare()); got != e.BareLen {
-				t.Errorf("conn %d %s %q: bare message %d bytes, proton encoded %d", ci+1, u.Dir, u.MessageID, got, e.BareLen)
+				t.Errorf("conn %d %s %q: bare message %d bytes, proton encoded %d", ci+1, u.Dir, u.MessageID(), got, e.BareLen)
 			}
 			if u.Fields() == nil {
 				t.Errorf("no fields")

@@ -92,14 +92,14 @@ func (m *CompletedMessage) Bare() []byte { return m.Message.Bare(m.Bytes) }
 
 // MessageOf returns the message a transfer unit completes, or nil.
 func MessageOf(u *decode.Unit) *CompletedMessage {
-	m, _ := u.Ext.(*CompletedMessage)
+	m, _ := u.Ext().(*CompletedMessage)
 	return m
 }
 
 func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Composite, payload []byte, s []byte) []byte {
 	var t Transfer
 	if err := t.Decode(u.Raw, c); err != nil {
-		u.Err = err.Error()
+		u.SetErr(err.Error())
 		return s
 	}
 	key := linkKey{u.Channel, t.Handle}
@@ -213,11 +213,11 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	cm.Message = st.msg
 	cm.Message.Sections = append([]Section(nil), st.msg.Sections...)
 	m := &cm.Message
-	u.Ext = cm
-	u.MessageID = m.MessageID(cm.Bytes)
-	if u.MessageID != "" {
+	u.SetExt(cm)
+	u.SetMessageID(m.MessageID(cm.Bytes))
+	if u.MessageID() != "" {
 		s = append(s, " message-id="...)
-		s = appendQuoted(s, []byte(u.MessageID))
+		s = appendQuoted(s, []byte(u.MessageID()))
 	}
 	if m.BodyKind != "" {
 		s = append(s, " body="...)
@@ -241,7 +241,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 		u.Warn("message: " + err.Error())
 	}
 	ck := m.VerifyChecksum(cm.Bytes)
-	u.Checksum = &ck
+	u.SetChecksum(&ck)
 	s = append(s, ' ')
 	if ck.Status == decode.ChecksumAbsent {
 		s = append(s, "checksum absent"...)

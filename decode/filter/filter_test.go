@@ -101,24 +101,27 @@ func body() *decode.Unit {
 }
 
 func transfer(status decode.ChecksumStatus) *decode.Unit {
-	return &decode.Unit{
+	u := &decode.Unit{
 		N: 20, Conn: &decode.Conn{ID: 5, Proto: decode.ProtoAMQP10}, Dir: decode.DirB, Proto: decode.ProtoAMQP10,
-		Channel: 0, HasChannel: true, Type: "transfer", Len: 300, MessageID: "msg-42",
-		Checksum: &decode.Checksum{Algorithm: "crc-32", Status: status, Expected: 1, Actual: 2},
+		Channel: 0, HasChannel: true, Type: "transfer", Len: 300,
 	}
+	u.SetMessageID("msg-42")
+	u.SetChecksum(&decode.Checksum{Algorithm: "crc-32", Status: status, Expected: 1, Actual: 2})
+	return u
 }
 
 func dataRow() *decode.Unit {
-	return &decode.Unit{
+	u := &decode.Unit{
 		N: 100, Conn: pgConn, Dir: decode.DirB, Proto: decode.ProtoPgSQL, Type: "DataRow",
 		Summary: "DataRow 2 columns", Len: 25,
-		Warnings: []string{"column 1: invalid UTF-8", "trailing bytes"},
 		Dissect: tree(nil,
 			leaf("pgsql.field.count", int64(2)),
 			leaf("pgsql.val.data", []byte("abc")),
 			leaf("pgsql.val.data", []byte("xyz")),
 		),
 	}
+	u.SetWarnings([]string{"column 1: invalid UTF-8", "trailing bytes"})
+	return u
 }
 
 func query() *decode.Unit {
@@ -131,8 +134,10 @@ func query() *decode.Unit {
 
 func nested() *decode.Unit {
 	parent := &decode.Unit{N: 50, Proto: decode.ProtoPgSQL, Type: "CompressedMessages", Conn: pgConn}
-	return &decode.Unit{N: 51, Parent: parent, Proto: decode.ProtoPgSQL, Type: "CommandComplete", Conn: pgConn,
-		Dir: decode.DirB, Err: "truncated message", Secret: true}
+	u := &decode.Unit{N: 51, Parent: parent, Proto: decode.ProtoPgSQL, Type: "CommandComplete", Conn: pgConn,
+		Dir: decode.DirB, Secret: true}
+	u.SetErr("truncated message")
+	return u
 }
 
 func TestCompileValid(t *testing.T) {

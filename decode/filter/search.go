@@ -18,10 +18,10 @@ func Search(u *decode.Unit, text string) bool {
 	if u == nil {
 		return false
 	}
-	if containsFold(u.Summary, text) || containsFold(u.Type, text) || containsFold(u.Err, text) {
+	if containsFold(u.Summary, text) || containsFold(u.Type, text) || containsFold(u.Err(), text) {
 		return true
 	}
-	for _, w := range u.Warnings {
+	for _, w := range u.Warnings() {
 		if containsFold(w, text) {
 			return true
 		}

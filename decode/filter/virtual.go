@@ -112,8 +112,8 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 	if i > 0 {
 		switch id {
 		case vWarning:
-			if i < len(u.Warnings) {
-				v.setString(u.Warnings[i])
+			if i < len(u.Warnings()) {
+				v.setString(u.Warnings()[i])
 				return true
 			}
 		case vTCPPort, vIPAddr:
@@ -175,12 +175,12 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 	case vSummary:
 		return v.setNonEmpty(u.Summary)
 	case vError:
-		return v.setNonEmpty(u.Err)
+		return v.setNonEmpty(u.Err())
 	case vWarning:
-		if len(u.Warnings) == 0 {
+		if len(u.Warnings()) == 0 {
 			return false
 		}
-		v.setString(u.Warnings[0])
+		v.setString(u.Warnings()[0])
 	case vSecret:
 		if !u.Secret {
 			return false
@@ -219,17 +219,17 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 		}
 		return v.setNonEmpty(u.Type)
 	case vAMQPChecksum:
-		if u.Checksum == nil {
+		if u.Checksum() == nil {
 			return false
 		}
-		v.setString(u.Checksum.Status.String())
+		v.setString(u.Checksum().Status.String())
 	case vAMQPChecksumAlgorithm:
-		if u.Checksum == nil {
+		if u.Checksum() == nil {
 			return false
 		}
-		return v.setNonEmpty(u.Checksum.Algorithm)
+		return v.setNonEmpty(u.Checksum().Algorithm)
 	case vAMQPMessageID:
-		return v.setNonEmpty(u.MessageID)
+		return v.setNonEmpty(u.MessageID())
 	case vPgSQLType:
 		if u.Proto != decode.ProtoPgSQL {
 			return false

@@ -89,11 +89,11 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 		b = append(b, `,"parent":`...)
 		b = strconv.AppendInt(b, int64(u.Parent.N), 10)
 	}
-	if u.MessageID != "" {
+	if u.MessageID() != "" {
 		b = append(b, `,"message_id":`...)
-		b = AppendString(b, u.MessageID)
+		b = AppendString(b, u.MessageID())
 	}
-	if c := u.Checksum; c != nil {
+	if c := u.Checksum(); c != nil {
 		b = append(b, `,"checksum":{`...)
 		if c.Algorithm != "" {
 			b = append(b, `"algorithm":`...)
@@ -117,9 +117,9 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 			b = appendFieldMap(b, fs)
 		}
 	}
-	if len(u.Warnings) > 0 {
+	if len(u.Warnings()) > 0 {
 		b = append(b, `,"warnings":[`...)
-		for i, w := range u.Warnings {
+		for i, w := range u.Warnings() {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -127,9 +127,9 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 		}
 		b = append(b, ']')
 	}
-	if u.Err != "" {
+	if u.Err() != "" {
 		b = append(b, `,"error":`...)
-		b = AppendString(b, u.Err)
+		b = AppendString(b, u.Err())
 	}
 	if opt.Raw {
 		b = append(b, `,"raw":"`...)

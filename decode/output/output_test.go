@@ -15,15 +15,12 @@ func sampleUnit() *decode.Unit {
 	c := &decode.Conn{ID: 3,
 		Client: netip.MustParseAddrPort("[::1]:40000"),
 		Server: netip.MustParseAddrPort("[::1]:5672")}
-	return &decode.Unit{
+	u := &decode.Unit{
 		N: 7, Conn: c, Dir: decode.DirB, Proto: decode.ProtoAMQP10,
 		Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Type: "transfer", Summary: "transfer \"q\"\x01\n\xff", Len: 40,
 		HasChannel: true, Channel: 1,
-		Raw:       []byte{0, 0, 0, 8, 2, 0, 0, 1},
-		MessageID: "m-1",
-		Checksum:  &decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: 1, Actual: 2},
-		Warnings:  []string{"odd"},
+		Raw: []byte{0, 0, 0, 8, 2, 0, 0, 1},
 		Dissect: func(*decode.Unit) []*decode.Field {
 			return []*decode.Field{
 				{Key: "handle", Value: uint64(0)},
@@ -33,6 +30,10 @@ func sampleUnit() *decode.Unit {
 			}
 		},
 	}
+	u.SetMessageID("m-1")
+	u.SetChecksum(&decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: 1, Actual: 2})
+	u.SetWarnings([]string{"odd"})
+	return u
 }
 
 func TestJSONSchema(t *testing.T) {
@@ -91,7 +92,9 @@ func TestTextLine(t *testing.T) {
 	w := NewText(&buf)
 	u := sampleUnit()
 	child := sampleUnit()
-	child.N, child.Parent, child.HasChannel, child.Checksum, child.Warnings = 8, u, false, nil, nil
+	child.N, child.Parent, child.HasChannel = 8, u, false
+	child.SetChecksum(nil)
+	child.SetWarnings(nil)
 	child.Time = u.Time.Add(1500 * time.Millisecond)
 	w.Unit(u)
 	w.Unit(child)

@@ -69,14 +69,14 @@ func AppendText(b []byte, u *decode.Unit, first time.Time) []byte {
 	}
 	b = append(b, ' ')
 	b = appendPrintable(b, u.Summary)
-	for _, w := range u.Warnings {
+	for _, w := range u.Warnings() {
 		b = append(b, " [warning: "...)
 		b = appendPrintable(b, w)
 		b = append(b, ']')
 	}
-	if u.Err != "" {
+	if u.Err() != "" {
 		b = append(b, " [error: "...)
-		b = appendPrintable(b, u.Err)
+		b = appendPrintable(b, u.Err())
 		b = append(b, ']')
 	}
 	return append(b, '\n')

@@ -106,8 +106,8 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 
 	var m CompressedMessages
 	if err := m.Decode(raw[HeaderLen:]); err != nil {
-		u.Err = err.Error()
-		u.Summary = "CompressedMessages: " + u.Err
+		u.SetErr(err.Error())
+		u.Summary = "CompressedMessages: " + u.Err()
 		c.errors++
 		d.put(ds, u)
 		return
@@ -128,14 +128,14 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 	}
 	if c.inf == nil {
 		if c.broken != "" && !newFrame {
-			u.Err = "pgsql: CompressedMessages not decompressed: the " + AlgorithmName(m.Algorithm) + " context was lost (" + c.broken + ") and this payload does not start a new frame"
+			u.SetErr("pgsql: CompressedMessages not decompressed: the " + AlgorithmName(m.Algorithm) + " context was lost (" + c.broken + ") and this payload does not start a new frame")
 			c.errors++
 			d.put(ds, u)
 			return
 		}
 		inf, err := newInflater(m.Algorithm, d.opt.MaxDecompressed)
 		if err != nil {
-			u.Err = err.Error()
+			u.SetErr(err.Error())
 			c.errors++
 			d.put(ds, u)
 			return
@@ -155,16 +155,16 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 	err := c.inf.write(m.Data, c.output)
 	switch {
 	case err == errLimit:
-		u.Err = "pgsql: CompressedMessages inflates past " + strconv.Itoa(d.opt.MaxDecompressed) + " bytes (--max-decompressed): decompression stopped at offset " + strconv.FormatInt(pos, 10) + " (possible decompression bomb)"
+		u.SetErr("pgsql: CompressedMessages inflates past " + strconv.Itoa(d.opt.MaxDecompressed) + " bytes (--max-decompressed): decompression stopped at offset " + strconv.FormatInt(pos, 10) + " (possible decompression bomb)")
 	case err != nil && c.innerErr != "":
-		u.Err = c.innerErr
+		u.SetErr(c.innerErr)
 	case err != nil:
-		u.Err = "pgsql: corrupt " + AlgorithmName(m.Algorithm) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error()
+		u.SetErr("pgsql: corrupt " + AlgorithmName(m.Algorithm) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error())
 	}
 	c.inflated += int64(c.produced)
 	if err != nil {
 		c.errors++
-		c.lose(u.Err)
+		c.lose(u.Err())
 	}
 	if c.mismatch != "" {
 		u.Warn(c.mismatch)

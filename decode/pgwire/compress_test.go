@@ -143,12 +143,12 @@ func checkRecovered(t *testing.T, name string, units []*decode.Unit, want []comp
 	var parent *decode.Unit
 	var inner int64 // decompressed offset of the next nested message
 	for _, u := range units {
-		if u.Err != "" {
-			t.Errorf("%s: unit %d %s: %s", name, u.N, u.Type, u.Err)
+		if u.Err() != "" {
+			t.Errorf("%s: unit %d %s: %s", name, u.N, u.Type, u.Err())
 			return
 		}
-		if len(u.Warnings) > 0 && !allowWarnings {
-			t.Errorf("%s: unit %d %s: warnings %q", name, u.N, u.Type, u.Warnings)
+		if len(u.Warnings()) > 0 && !allowWarnings {
+			t.Errorf("%s: unit %d %s: warnings %q", name, u.N, u.Type, u.Warnings())
 		}
 		if u.Type == "CompressedMessages" {
 			containers++
@@ -293,10 +293,10 @@ func TestCompressedCorrupt(t *testing.T) {
 		units, conn := decodeBackend(stream, 5, 1000, decode.DefaultOptions())
 		var errs, after, rfq, kidsAfter int
 		for _, u := range units {
-			if u.Err != "" {
+			if u.Err() != "" {
 				errs++
-				if !strings.Contains(u.Err, "CompressedMessages") {
-					t.Errorf("error does not name the container: %s", u.Err)
+				if !strings.Contains(u.Err(), "CompressedMessages") {
+					t.Errorf("error does not name the container: %s", u.Err())
 				}
 				continue
 			}
@@ -369,7 +369,7 @@ func TestCompressedBomb(t *testing.T) {
 			tail++
 		}
 	}
-	if bomb == nil || !strings.Contains(bomb.Err, "--max-decompressed") {
+	if bomb == nil || !strings.Contains(bomb.Err(), "--max-decompressed") {
 		t.Fatalf("bomb not stopped with a clear error: %+v", bomb)
 	}
 	if tail != 2 {
@@ -392,7 +392,7 @@ func TestCompressedWarnings(t *testing.T) {
 	units, conn := decodeBackend(s, 1, 1<<20, decode.DefaultOptions())
 	var got []string
 	for _, u := range units {
-		got = append(got, u.Warnings...)
+		got = append(got, u.Warnings()...)
 	}
 	all := strings.Join(got, "\n")
 	if !strings.Contains(all, "declared message types") || !strings.Contains(all, "ReadyForQuery arrived compressed") {

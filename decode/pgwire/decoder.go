@@ -192,11 +192,11 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 			u.Type = "Truncated"
 			if typ, l, ok := ReadHeader(rest); ok && ds.mode == modeTyped {
 				u.Type = d.name(dir, typ)
-				u.Err = "pgsql: " + u.Type + " truncated: " + strconv.Itoa(len(rest)) + " of " + strconv.FormatInt(l+1, 10) + " bytes at end of stream"
+				u.SetErr("pgsql: " + u.Type + " truncated: " + strconv.Itoa(len(rest)) + " of " + strconv.FormatInt(l+1, 10) + " bytes at end of stream")
 			} else {
-				u.Err = "pgsql: " + strconv.Itoa(len(rest)) + " bytes left at end of stream, not a whole message"
+				u.SetErr("pgsql: " + strconv.Itoa(len(rest)) + " bytes left at end of stream, not a whole message")
 			}
-			u.Summary = u.Err
+			u.Summary = u.Err()
 			d.put(ds, u)
 		}
 		ds.s.Reset(0)
@@ -269,11 +269,11 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time) int {
 				u := d.unit(dir, b[:HeaderLen], pos, t, nil)
 				u.Type = d.name(dir, typ)
 				if !ValidType(typ, dir == decode.DirF) {
-					u.Err = "pgsql: unknown " + dirWord(dir) + " message type 0x" + strconv.FormatUint(uint64(typ), 16) + " at offset " + strconv.FormatInt(pos, 10) + "; resynchronising"
+					u.SetErr("pgsql: unknown " + dirWord(dir) + " message type 0x" + strconv.FormatUint(uint64(typ), 16) + " at offset " + strconv.FormatInt(pos, 10) + "; resynchronising")
 				} else {
-					u.Err = "pgsql: " + u.Type + " length " + strconv.FormatInt(length, 10) + " is outside 4.." + strconv.Itoa(d.opt.MaxFrame) + " at offset " + strconv.FormatInt(pos, 10) + "; resynchronising"
+					u.SetErr("pgsql: " + u.Type + " length " + strconv.FormatInt(length, 10) + " is outside 4.." + strconv.Itoa(d.opt.MaxFrame) + " at offset " + strconv.FormatInt(pos, 10) + "; resynchronising")
 				}
-				u.Summary = u.Err
+				u.Summary = u.Err()
 				d.put(ds, u)
 				ds.mode = modeResync
 				ds.resynced = true
@@ -382,13 +382,13 @@ func (d *Decoder) untyped(b []byte, pos int64, t time.Time) (int, bool) {
 	case "CancelRequest":
 		var m CancelRequest
 		if err := m.Decode(u.Raw[4:]); err != nil {
-			u.Err = err.Error()
+			u.SetErr(err.Error())
 		}
 		u.Summary = "CancelRequest: process " + strconv.FormatUint(uint64(m.ProcessID), 10)
 	case "StartupMessage":
 		var m StartupMessage
 		if err := m.Decode(u.Raw[4:]); err != nil {
-			u.Err = err.Error()
+			u.SetErr(err.Error())
 		}
 		var sb []byte
 		sb = append(sb, "StartupMessage "...)
@@ -511,7 +511,7 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 
 // put emits a top-level unit, adding the resynchronisation warning.
 func (d *Decoder) put(ds *dirState, u *decode.Unit) {
-	if ds.resynced && u.Err == "" && ds.mode != modeResync {
+	if ds.resynced && u.Err() == "" && ds.mode != modeResync {
 		switch {
 		case ds.midStream && ds.skipped > 0:
 			u.Warn("pgsql: no startup packet, the capture begins mid-connection; skipped " + strconv.FormatInt(ds.skipped, 10) + " bytes to the first message")
@@ -569,7 +569,7 @@ func (d *Decoder) message(dir decode.Dir, raw []byte, pos int64, t time.Time, pa
 		case TypeAuthentication:
 			var m Authentication
 			if err := m.Decode(body); err != nil {
-				u.Err = err.Error()
+				u.SetErr(err.Error())
 			}
 			d.authCode = m.Code
 			u.Type = AuthName(m.Code)

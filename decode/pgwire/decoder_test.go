@@ -284,10 +284,10 @@ func TestGapResync(t *testing.T) {
 	}
 	warned := false
 	for _, u := range units {
-		if u.Err != "" {
-			t.Errorf("unit %s: %s", u.Type, u.Err)
+		if u.Err() != "" {
+			t.Errorf("unit %s: %s", u.Type, u.Err())
 		}
-		for _, w := range u.Warnings {
+		for _, w := range u.Warnings() {
 			if strings.Contains(w, "resynchronised") {
 				warned = true
 			}
@@ -311,8 +311,8 @@ func TestAbsurdLength(t *testing.T) {
 	if got := types(units); got != "F:StartupMessage B:DataRow B:CommandComplete B:ReadyForQuery" {
 		t.Fatalf("got %s", got)
 	}
-	if !strings.Contains(units[1].Err, "length") {
-		t.Errorf("error: %q", units[1].Err)
+	if !strings.Contains(units[1].Err(), "length") {
+		t.Errorf("error: %q", units[1].Err())
 	}
 	allocs := testing.AllocsPerRun(10, func() {
 		d := pgwire.New(&decode.Conn{}, opt, func(*decode.Unit) {})
@@ -341,8 +341,8 @@ func TestOversized(t *testing.T) {
 	if got := types(units); got != "F:StartupMessage B:DataRow B:ReadyForQuery" {
 		t.Fatalf("got %s", got)
 	}
-	if units[1].Len != len(big) || len(units[1].Raw) > 100000 || len(units[1].Warnings) == 0 {
-		t.Errorf("oversized unit: len %d raw %d warnings %q", units[1].Len, len(units[1].Raw), units[1].Warnings)
+	if units[1].Len != len(big) || len(units[1].Raw) > 100000 || len(units[1].Warnings()) == 0 {
+		t.Errorf("oversized unit: len %d raw %d warnings %q", units[1].Len, len(units[1].Raw), units[1].Warnings())
 	}
 	if units[2].Offset != int64(len(big)) {
 		t.Errorf("offset after skip: %d, want %d", units[2].Offset, len(big))
@@ -365,7 +365,7 @@ func TestMidStream(t *testing.T) {
 func TestTruncatedAtEnd(t *testing.T) {
 	q := pgwire.AppendMessage(nil, 'Q', []byte("SELECT 1\x00"))
 	units, _ := run(t, nil, feed{dir: decode.DirF, b: startup("user", "u")}, feed{dir: decode.DirF, b: q[:7]})
-	if len(units) != 2 || units[1].Err == "" || units[1].Type != "Query" {
+	if len(units) != 2 || units[1].Err() == "" || units[1].Type != "Query" {
 		t.Fatalf("got %s %+v", types(units), units[len(units)-1])
 	}
 }
@@ -407,11 +407,11 @@ func TestGarbageThenMessages(t *testing.T) {
 	if got := types(units); got != "F:StartupMessage B:Unknown(0x21) B:CommandComplete B:ReadyForQuery" {
 		t.Fatalf("got %s", got)
 	}
-	if units[1].Err == "" || len(units[2].Warnings) != 1 || !strings.Contains(units[2].Warnings[0], "skipped 7 bytes") {
-		t.Errorf("error %q, warnings %q", units[1].Err, units[2].Warnings)
+	if units[1].Err() == "" || len(units[2].Warnings()) != 1 || !strings.Contains(units[2].Warnings()[0], "skipped 7 bytes") {
+		t.Errorf("error %q, warnings %q", units[1].Err(), units[2].Warnings())
 	}
-	if len(units[3].Warnings) != 0 {
-		t.Errorf("warning repeated: %q", units[3].Warnings)
+	if len(units[3].Warnings()) != 0 {
+		t.Errorf("warning repeated: %q", units[3].Warnings())
 	}
 }
 

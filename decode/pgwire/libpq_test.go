@@ -102,8 +102,8 @@ func TestLibpqTrace(t *testing.T) {
 	units, _ := decodeChunks(chunks, decode.DefaultOptions())
 
 	for _, u := range units {
-		if u.Err != "" || len(u.Warnings) > 0 {
-			t.Errorf("unit %d %s %s: err %q warnings %q", u.N, u.Dir, u.Type, u.Err, u.Warnings)
+		if u.Err() != "" || len(u.Warnings()) > 0 {
+			t.Errorf("unit %d %s %s: err %q warnings %q", u.N, u.Dir, u.Type, u.Err(), u.Warnings())
 		}
 		for _, f := range u.Fields() {
 			if f.Key == "error" {

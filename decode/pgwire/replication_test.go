@@ -64,8 +64,8 @@ func TestReplicationStream(t *testing.T) {
 	units, _ := decodeChunks(rec.chunks, nil)
 	count := map[string]int{}
 	for _, u := range units {
-		if u.Err != "" {
-			t.Errorf("unit %d %s: %s", u.N, u.Type, u.Err)
+		if u.Err() != "" {
+			t.Errorf("unit %d %s: %s", u.N, u.Type, u.Err())
 		}
 		count[u.Type]++
 		if u.Type == "CopyData" {

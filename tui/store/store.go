@@ -58,7 +58,7 @@ func (s *Store) Append(batch []*decode.Unit) {
 			s.byConn[ci] = append(s.byConn[ci], ix)
 			s.counts[ci].add(u)
 		}
-		if len(u.Warnings) > 0 || u.Err != "" {
+		if len(u.Warnings()) > 0 || u.Err() != "" {
 			s.problem++
 		}
 		if u.Parent == nil {
@@ -97,14 +97,14 @@ func (c *Counts) add(u *decode.Unit) {
 	if u.Parent == nil {
 		c.Bytes[d] += int64(u.Len)
 	}
-	if len(u.Warnings) > 0 {
+	if len(u.Warnings()) > 0 {
 		c.Warnings++
 	}
-	if u.Err != "" {
+	if u.Err() != "" {
 		c.Errors++
 	}
-	if u.Checksum != nil && int(u.Checksum.Status) < len(c.Checksums) {
-		c.Checksums[u.Checksum.Status]++
+	if ck := u.Checksum(); ck != nil && int(ck.Status) < len(c.Checksums) {
+		c.Checksums[ck.Status]++
 	}
 }
 

@@ -299,7 +299,7 @@ type Collector struct {
 // Add takes one unit of the pipeline's output; units of other protocols,
 // frontend units and undecodable units are ignored.
 func (c *Collector) Add(u *decode.Unit) {
-	if u.Proto != decode.ProtoPgSQL || u.Dir != decode.DirB || u.Err != "" || u.Len != len(u.Raw) || len(u.Raw) == 0 {
+	if u.Proto != decode.ProtoPgSQL || u.Dir != decode.DirB || u.Err() != "" || u.Len != len(u.Raw) || len(u.Raw) == 0 {
 		return
 	}
 	switch u.Type {

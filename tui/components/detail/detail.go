@@ -105,10 +105,10 @@ func (m *Model) build() {
 	if u.HasChannel {
 		m.lines[len(m.lines)-1].text += "  channel " + strconv.Itoa(int(u.Channel))
 	}
-	if u.MessageID != "" {
-		add(0, "message-id "+u.MessageID)
+	if u.MessageID() != "" {
+		add(0, "message-id "+u.MessageID())
 	}
-	if c := u.Checksum; c != nil {
+	if c := u.Checksum(); c != nil {
 		s := m.sty.Sym
 		switch c.Status {
 		case decode.ChecksumOK:
@@ -119,11 +119,11 @@ func (m *Model) build() {
 			add(5, s.ChecksumAbsent+" checksum absent")
 		}
 	}
-	for _, w := range u.Warnings {
+	for _, w := range u.Warnings() {
 		add(1, m.sty.Sym.Warning+" "+w)
 	}
-	if u.Err != "" {
-		add(2, m.sty.Sym.Error+" "+u.Err)
+	if u.Err() != "" {
+		add(2, m.sty.Sym.Error+" "+u.Err())
 	}
 	if u.Secret {
 		add(1, "carries credentials (redacted unless --show-secrets)")

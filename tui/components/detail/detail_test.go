@@ -15,8 +15,9 @@ import (
 func TestTree(t *testing.T) {
 	leaf := &decode.Field{Key: "routing-key", Value: "orders", Encoding: "shortstr", Offset: 11, Length: 6}
 	args := &decode.Field{Key: "arguments", Kind: decode.KindMap, Kids: []*decode.Field{leaf}}
-	u := &decode.Unit{N: 7, Type: "basic.publish", Checksum: &decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: 1, Actual: 2},
-		Warnings: []string{"odd"}, Dissect: func(*decode.Unit) []*decode.Field { return []*decode.Field{args} }}
+	u := &decode.Unit{N: 7, Type: "basic.publish", Dissect: func(*decode.Unit) []*decode.Field { return []*decode.Field{args} }}
+	u.SetChecksum(&decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: 1, Actual: 2})
+	u.SetWarnings([]string{"odd"})
 	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
 	m.SetSize(80, 10)
 	m.SetUnit(u)

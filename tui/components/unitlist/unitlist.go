@@ -447,20 +447,20 @@ func (m *Model) row(ix int32, selected bool, first int64) string {
 		b.Write(padRight(num[:0], ch, colCh))
 	}
 	// Badges: checksum, then problem.
-	switch {
-	case u.Checksum == nil:
+	switch ck := u.Checksum(); {
+	case ck == nil:
 		b.WriteByte(' ')
-	case u.Checksum.Status == decode.ChecksumOK:
+	case ck.Status == decode.ChecksumOK:
 		style(sy.Sym.ChecksumOK, sy.ChecksumOK)
-	case u.Checksum.Status == decode.ChecksumMismatch:
+	case ck.Status == decode.ChecksumMismatch:
 		style(sy.Sym.ChecksumMismatch, sy.ChecksumMismatch)
 	default:
 		style(sy.Sym.ChecksumAbsent, sy.ChecksumAbsent)
 	}
 	switch {
-	case u.Err != "":
+	case u.Err() != "":
 		style(sy.Sym.Error, sy.Error)
-	case len(u.Warnings) > 0:
+	case len(u.Warnings()) > 0:
 		style(sy.Sym.Warning, sy.Warning)
 	default:
 		b.WriteByte(' ')

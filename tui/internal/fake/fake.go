@@ -102,14 +102,14 @@ func (g *Generator) emit(out []*decode.Unit, u *decode.Unit) []*decode.Unit {
 	c := u.Conn
 	c.Units[u.Dir]++
 	c.Bytes[u.Dir] += int64(u.Len)
-	if len(u.Warnings) > 0 {
+	if len(u.Warnings()) > 0 {
 		c.Warnings++
 	}
-	if u.Err != "" {
+	if u.Err() != "" {
 		c.Errors++
 	}
-	if u.Checksum != nil {
-		c.Checksums[u.Checksum.Status]++
+	if u.Checksum() != nil {
+		c.Checksums[u.Checksum().Status]++
 	}
 	return append(out, u)
 }
@@ -242,22 +242,23 @@ func (g *Generator) amqp10(out []*decode.Unit) []*decode.Unit {
 	crc := uint32(0x1234567) * (id + 1)
 	raw = append(raw, u32(crc)...)
 	u := &decode.Unit{Conn: c, Dir: decode.DirF, Channel: 1, HasChannel: true, Type: "transfer",
-		MessageID: "msg-" + strconv.FormatUint(uint64(id), 10), Raw: raw, Dissect: dissectTransfer}
+		Raw: raw, Dissect: dissectTransfer}
+	u.SetMessageID("msg-" + strconv.FormatUint(uint64(id), 10))
 	switch id % 5 {
 	case 3:
-		u.Checksum = &decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: crc, Actual: crc ^ 0x10}
+		u.SetChecksum(&decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: crc, Actual: crc ^ 0x10})
 	case 4:
-		u.Checksum = &decode.Checksum{Status: decode.ChecksumAbsent}
+		u.SetChecksum(&decode.Checksum{Status: decode.ChecksumAbsent})
 	default:
 		alg := "crc-32"
 		if id%2 == 1 {
 			alg = "adler-32"
 		}
-		u.Checksum = &decode.Checksum{Algorithm: alg, Status: decode.ChecksumOK, Expected: crc, Actual: crc}
+		u.SetChecksum(&decode.Checksum{Algorithm: alg, Status: decode.ChecksumOK, Expected: crc, Actual: crc})
 	}
-	u.Summary = "transfer delivery-id=" + strconv.FormatUint(uint64(id), 10) + " message-id=" + u.MessageID + " checksum=" + u.Checksum.Status.String()
+	u.Summary = "transfer delivery-id=" + strconv.FormatUint(uint64(id), 10) + " message-id=" + u.MessageID() + " checksum=" + u.Checksum().Status.String()
 	if id%211 == 7 {
-		u.Err = "amqp1.0: described type 0x77 unknown at offset 12"
+		u.SetErr("amqp1.0: described type 0x77 unknown at offset 12")
 	}
 	return g.emit(out, u)
 }
@@ -281,9 +282,9 @@ func dissectTransfer(u *decode.Unit) []*decode.Field {
 		{Key: "channel", Name: "amqp.channel", Value: uint64(u.Channel), Encoding: "ushort", Offset: 6, Length: 2},
 		perf, body,
 	}
-	if u.Checksum != nil && u.Checksum.Status != decode.ChecksumAbsent {
+	if ck := u.Checksum(); ck != nil && ck.Status != decode.ChecksumAbsent {
 		f := &decode.Field{Key: "footer", Name: "amqp.footer", Kind: decode.KindMap, Offset: len(r) - 4, Length: 4}
-		f.Add(&decode.Field{Key: "x-opt-" + u.Checksum.Algorithm, Name: "amqp.checksum.expected", Value: uint64(u.Checksum.Expected), Encoding: "uint", Offset: len(r) - 4, Length: 4})
+		f.Add(&decode.Field{Key: "x-opt-" + ck.Algorithm, Name: "amqp.checksum.expected", Value: uint64(ck.Expected), Encoding: "uint", Offset: len(r) - 4, Length: 4})
 		fs = append(fs, f)
 	}
 	return fs
