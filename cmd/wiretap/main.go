@@ -30,7 +30,7 @@ func inputErr(err error) error { return &exitError{code: 1, err: err} }
 
 func main() {
 	root := newRoot()
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return
 	}
@@ -42,7 +42,7 @@ func main() {
 	// Anything cobra itself rejects (unknown flag, wrong argument count) is
 	// a usage error.
 	fmt.Fprintln(os.Stderr, "wiretap:", err)
-	fmt.Fprintln(os.Stderr, "Run 'wiretap --help' for usage.")
+	fmt.Fprintf(os.Stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	os.Exit(2)
 }
 

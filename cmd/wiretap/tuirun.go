@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +78,12 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The TUI keeps every unit: the heap is nearly all live data, and the
+	// default GOGC would let it grow by as much again in garbage while a
+	// large file loads. Collect sooner; GOGC in the environment wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	b := newBatcher()
 	errs := make(chan error, 16)
 	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: b.add})
