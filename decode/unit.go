@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"math"
 	"net/netip"
 	"time"
 )
@@ -121,8 +122,10 @@ type Unit struct {
 	// N is assigned by the pipeline in output order, from 1.
 	N    int
 	Conn *Conn
-	// Time is the capture time of the packet that completed the unit.
-	Time time.Time
+	// ns is the capture time of the packet that completed the unit, in
+	// nanoseconds since the Unix epoch; meaningful only when hasTime is set
+	// (see [Unit.Time]). Eight bytes instead of time.Time's 24.
+	ns int64
 	// Offset is the position of the unit's first byte in its direction's
 	// stream (for nested units: in the decompressed stream).
 	Offset int64
@@ -149,9 +152,46 @@ type Unit struct {
 	// Secret marks units that carried credentials (already redacted in Raw
 	// unless the decoder was told to show secrets).
 	Secret bool
+	// hasTime says whether ns holds a time, so that the zero Unit reports the
+	// zero Time. It sits in the small fields' padding and costs nothing.
+	hasTime bool
 
 	// notes holds the rarely set annotations; nil for most units.
 	notes *unitNotes
+}
+
+// NoTime is what [Unit.UnixNano] returns for a unit whose time is unknown.
+const NoTime = math.MinInt64
+
+// Time returns the capture time of the packet that completed the unit (the
+// zero Time when unknown). Like the times capture sources give, it is in the
+// Local location.
+func (u *Unit) Time() time.Time {
+	if !u.hasTime {
+		return time.Time{}
+	}
+	return time.Unix(0, u.ns)
+}
+
+// SetTime sets the unit's capture time; the zero Time means unknown. The
+// unit keeps nanoseconds since the Unix epoch, so t must lie within the
+// years 1678 to 2262 (see [time.Time.UnixNano]); its Location is not kept.
+func (u *Unit) SetTime(t time.Time) {
+	if t.IsZero() {
+		u.ns, u.hasTime = 0, false
+		return
+	}
+	u.ns, u.hasTime = t.UnixNano(), true
+}
+
+// UnixNano returns the unit's capture time in nanoseconds since the Unix
+// epoch, or [NoTime] when the time is unknown. It is [Unit.Time] without
+// building a time.Time, for hot code such as sorting and filtering.
+func (u *Unit) UnixNano() int64 {
+	if !u.hasTime {
+		return NoTime
+	}
+	return u.ns
 }
 
 // unitNotes holds the annotations few units carry, so that Unit stays small.

@@ -2,16 +2,63 @@ package decode_test
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
 // TestUnitSize guards the memory a capture of millions of units costs: the
-// rarely set annotations must stay out of line.
+// rarely set annotations must stay out of line and the time must take eight
+// bytes, not time.Time's 24.
 func TestUnitSize(t *testing.T) {
-	if got := unsafe.Sizeof(decode.Unit{}); got > 152 {
-		t.Errorf("unsafe.Sizeof(decode.Unit{}) = %d, want <= 152", got)
+	if got := unsafe.Sizeof(decode.Unit{}); got > 128 {
+		t.Errorf("unsafe.Sizeof(decode.Unit{}) = %d, want <= 128", got)
+	}
+}
+
+func TestUnitTimeZero(t *testing.T) {
+	var u decode.Unit
+	if got := u.Time(); !got.IsZero() {
+		t.Errorf("zero Unit: Time() = %v, want the zero Time", got)
+	}
+	if got := u.UnixNano(); got != decode.NoTime {
+		t.Errorf("zero Unit: UnixNano() = %d, want NoTime", got)
+	}
+	u.SetTime(time.Unix(1, 0))
+	u.SetTime(time.Time{})
+	if got := u.Time(); !got.IsZero() {
+		t.Errorf("after SetTime(time.Time{}): Time() = %v, want the zero Time", got)
+	}
+	if got := u.UnixNano(); got != decode.NoTime {
+		t.Errorf("after SetTime(time.Time{}): UnixNano() = %d, want NoTime", got)
+	}
+}
+
+func TestUnitTimeRoundTrip(t *testing.T) {
+	for _, in := range []time.Time{
+		time.Unix(1_767_323_045, 123_456_789),       // nanoseconds kept
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), // another location
+		time.Unix(0, 0),            // the epoch itself is a time, not unknown
+		time.Unix(-5, 0),           // before 1970
+		time.Unix(-1, 999_999_999), // one nanosecond before 1970
+		time.Date(1900, 6, 15, 12, 30, 0, 987_654_321, time.Local), // long before 1970
+	} {
+		var u decode.Unit
+		u.SetTime(in)
+		got := u.Time()
+		if !got.Equal(in) {
+			t.Errorf("SetTime(%v): Time() = %v, want an equal time", in, got)
+		}
+		if got.Location() != time.Local {
+			t.Errorf("SetTime(%v): Time().Location() = %v, want Local as capture times are", in, got.Location())
+		}
+		if got.IsZero() {
+			t.Errorf("SetTime(%v): Time() is zero", in)
+		}
+		if n := u.UnixNano(); n != in.UnixNano() {
+			t.Errorf("SetTime(%v): UnixNano() = %d, want %d", in, n, in.UnixNano())
+		}
 	}
 }
 

@@ -39,14 +39,16 @@ func (d *tlsDecoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 	if n > 5 {
 		n = 5 // the record header is all we show
 	}
-	d.emit(&decode.Unit{
-		Conn: d.c, Dir: dir, Time: t, Proto: d.c.Proto,
+	u := &decode.Unit{
+		Conn: d.c, Dir: dir, Proto: d.c.Proto,
 		Type:    "tls",
 		Summary: "TLS: encrypted traffic follows, not decoded",
 		Offset:  d.pos[dir],
 		Len:     n,
 		Raw:     append([]byte(nil), data[:n]...),
-	})
+	}
+	u.SetTime(t)
+	d.emit(u)
 	d.pos[dir] += int64(len(data))
 }
 

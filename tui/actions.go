@@ -68,7 +68,7 @@ func (m *Model) jumpPair(answer bool) {
 	}
 	if m.jumpTo(to, true) {
 		t := m.st.Unit(to)
-		d := t.Time.Sub(u.Time)
+		d := t.Time().Sub(u.Time())
 		if d < 0 {
 			d = -d
 		}

@@ -21,9 +21,10 @@ func TestOddUnits(t *testing.T) {
 		{N: 0, Conn: c, Type: "transfer", Summary: "line\nbreak\ttab\x1b[31mred", Raw: []byte{1, 2, 3},
 			Dissect: func(*decode.Unit) []*decode.Field { return []*decode.Field{bad, nil}[:1] }},
 		{N: 2, Conn: c, Parent: ghost, Type: "DataRow", Dir: 7},
-		{N: 3, Conn: c, Type: "disposition", Time: time.Unix(-5, 0)},
+		{N: 3, Conn: c, Type: "disposition"},
 		{N: 3, Conn: c, Type: strings.Repeat("w", 300)},
 	}
+	units[3].SetTime(time.Unix(-5, 0))
 	units[3].SetChecksum(&decode.Checksum{Status: 9})
 	units[4].SetErr("e")
 	units[4].SetWarnings([]string{"w"})

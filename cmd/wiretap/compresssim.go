@@ -148,12 +148,12 @@ func writeCompressed(path string, units []*decode.Unit, mss int, cfg compsim.Con
 			if err != nil {
 				return err
 			}
-			st = &state{flow: &capture.Flow{ID: len(conns) + 1, A: u.Conn.Client, B: u.Conn.Server, SYN: true, First: u.Time}, enc: enc}
+			st = &state{flow: &capture.Flow{ID: len(conns) + 1, A: u.Conn.Client, B: u.Conn.Server, SYN: true, First: u.Time()}, enc: enc}
 			conns[u.Conn] = st
 			order = append(order, st)
 		}
 		if u.Dir == decode.DirF {
-			syn.Data(st.flow, true, u.Raw, u.Time)
+			syn.Data(st.flow, true, u.Raw, u.Time())
 			continue
 		}
 		m := compsim.Message{Raw: u.Raw}
@@ -165,10 +165,10 @@ func writeCompressed(path string, units []*decode.Unit, mss int, cfg compsim.Con
 			return fmt.Errorf("compress-sim: connection %d: %w", u.Conn.ID, err)
 		}
 		if len(buf) > 0 {
-			syn.Data(st.flow, false, buf, u.Time)
+			syn.Data(st.flow, false, buf, u.Time())
 		}
 	}
-	last := units[len(units)-1].Time
+	last := units[len(units)-1].Time()
 	for _, st := range order {
 		if buf = st.enc.Close(buf[:0]); len(buf) > 0 {
 			syn.Data(st.flow, false, buf, last)

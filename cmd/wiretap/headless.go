@@ -60,7 +60,7 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 // before rendering.
 func (p *printer) note(u *decode.Unit) {
 	if !p.begun {
-		p.first, p.begun = u.Time, true
+		p.first, p.begun = u.Time(), true
 	}
 }
 

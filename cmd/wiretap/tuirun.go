@@ -120,15 +120,15 @@ func exportPcapng(w io.Writer, units []*decode.Unit) error {
 		}
 		fl := flows[u.Conn]
 		if fl == nil {
-			fl = &capture.Flow{ID: len(flows) + 1, A: u.Conn.Client, B: u.Conn.Server, SYN: true, First: u.Time}
+			fl = &capture.Flow{ID: len(flows) + 1, A: u.Conn.Client, B: u.Conn.Server, SYN: true, First: u.Time()}
 			flows[u.Conn] = fl
 			order = append(order, fl)
 		}
-		syn.Data(fl, u.Dir == decode.DirF, u.Raw, u.Time)
+		syn.Data(fl, u.Dir == decode.DirF, u.Raw, u.Time())
 	}
 	var last time.Time
 	if len(units) > 0 {
-		last = units[len(units)-1].Time
+		last = units[len(units)-1].Time()
 	}
 	for _, fl := range order {
 		syn.Close(fl, last)

@@ -292,8 +292,9 @@ func (d *Decoder) flushJunk(dir decode.Dir) {
 	if j.n == 0 {
 		return
 	}
-	u := &decode.Unit{Conn: d.conn, Dir: dir, Time: j.time, Proto: decode.ProtoAMQP091, Type: UnitMalformed,
+	u := &decode.Unit{Conn: d.conn, Dir: dir, Proto: decode.ProtoAMQP091, Type: UnitMalformed,
 		Offset: j.off, Len: j.n, Raw: j.raw}
+	u.SetTime(j.time)
 	why := j.why
 	if why == "" {
 		why = "not an AMQP frame"
@@ -405,7 +406,8 @@ func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *deco
 	d.units = d.units[1:]
 	// The slab is fresh (zero): set fields one by one rather than copy a
 	// whole Unit, which costs a bulk write barrier.
-	u.Conn, u.Dir, u.Time, u.Proto = d.conn, dir, t, decode.ProtoAMQP091
+	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP091
+	u.SetTime(t)
 	u.Offset, u.Len, u.Raw = pos, len(raw), d.carve(raw)
 	return u
 }

@@ -170,15 +170,16 @@ func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 }
 
 func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time) *decode.Unit {
-	return &decode.Unit{
+	u := &decode.Unit{
 		Conn:   d.conn,
 		Dir:    dir,
-		Time:   t,
 		Proto:  decode.ProtoAMQP10,
 		Offset: pos,
 		Len:    len(raw),
 		Raw:    append([]byte(nil), raw...),
 	}
+	u.SetTime(t)
+	return u
 }
 
 func (d *Decoder) protocolHeader(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time) {

@@ -30,10 +30,11 @@ func syntheticUnits(n int) ([]*decode.Unit, int64) {
 			fs = []*decode.Field{args}
 		}
 		u := &decode.Unit{
-			N: i + 1, Conn: conn, Time: t0.Add(time.Duration(i) * time.Microsecond),
+			N: i + 1, Conn: conn,
 			Proto: decode.ProtoAMQP091, Channel: uint16(i % 8), HasChannel: true,
 			Type: typ, Summary: typ, Len: 20 + i%2000,
 		}
+		u.SetTime(t0.Add(time.Duration(i) * time.Microsecond))
 		if fs != nil {
 			u.Dissect = func(*decode.Unit) []*decode.Field { return fs }
 		}

@@ -64,13 +64,15 @@ func publish(dissects *atomic.Int32) *decode.Unit {
 	args.Add(leaf("amqp.method.arguments.exchange", "ex.orders"))
 	args.Add(leaf("amqp.method.arguments.routing_key", "orders.eu"))
 	args.Add(leaf("amqp.method.arguments.mandatory", true))
-	return &decode.Unit{
-		N: 7, Conn: testConn, Dir: decode.DirF, Time: t0, Proto: decode.ProtoAMQP091,
+	u := &decode.Unit{
+		N: 7, Conn: testConn, Dir: decode.DirF, Proto: decode.ProtoAMQP091,
 		Channel: 2, HasChannel: true, Type: "basic.publish",
 		Summary: "basic.publish exchange=ex.orders routing-key=orders.eu",
 		Offset:  1200, Len: 60, Raw: []byte("\x01\x00\x02publish-bytes"),
 		Dissect: tree(dissects, args),
 	}
+	u.SetTime(t0)
+	return u
 }
 
 func header(dissects *atomic.Int32) *decode.Unit {
@@ -78,8 +80,8 @@ func header(dissects *atomic.Int32) *decode.Unit {
 	hdrs.Add(leaf("amqp.header.properties.headers.key", "a"))
 	hdrs.Add(leaf("amqp.header.properties.headers.key", "b"))
 	hdrs.Add(leaf("amqp.header.properties.headers.key", "c"))
-	return &decode.Unit{
-		N: 8, Conn: testConn, Dir: decode.DirF, Time: t0.Add(time.Millisecond), Proto: decode.ProtoAMQP091,
+	u := &decode.Unit{
+		N: 8, Conn: testConn, Dir: decode.DirF, Proto: decode.ProtoAMQP091,
 		Channel: 2, HasChannel: true, Type: "content-header", Summary: "content-header body-size=2048",
 		Len: 80,
 		Dissect: tree(dissects,
@@ -90,6 +92,8 @@ func header(dissects *atomic.Int32) *decode.Unit {
 			hdrs,
 		),
 	}
+	u.SetTime(t0.Add(time.Millisecond))
+	return u
 }
 
 func body() *decode.Unit {

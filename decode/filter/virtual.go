@@ -131,15 +131,17 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 	case vFrameOffset:
 		v.setInt(u.Offset)
 	case vFrameTime:
-		if u.Time.IsZero() {
+		t := u.Time()
+		if t.IsZero() {
 			return false
 		}
-		v.kind, v.t = kTime, u.Time
+		v.kind, v.t = kTime, t
 	case vFrameTimeEpoch:
-		if u.Time.IsZero() {
+		ns := u.UnixNano()
+		if ns == decode.NoTime {
 			return false
 		}
-		v.kind, v.f = kFloat, float64(u.Time.UnixNano())/1e9
+		v.kind, v.f = kFloat, float64(ns)/1e9
 	case vFrameDir:
 		v.setString(u.Dir.String())
 	case vConn, vTCPStream:

@@ -57,7 +57,7 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 	b = append(b, `{"n":`...)
 	b = strconv.AppendInt(b, int64(u.N), 10)
 	b = append(b, `,"time":"`...)
-	b = u.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = u.Time().UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
 	if c := u.Conn; c != nil {
 		b = append(b, `,"conn":`...)

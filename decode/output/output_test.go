@@ -17,7 +17,6 @@ func sampleUnit() *decode.Unit {
 		Server: netip.MustParseAddrPort("[::1]:5672")}
 	u := &decode.Unit{
 		N: 7, Conn: c, Dir: decode.DirB, Proto: decode.ProtoAMQP10,
-		Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 		Type: "transfer", Summary: "transfer \"q\"\x01\n\xff", Len: 40,
 		HasChannel: true, Channel: 1,
 		Raw: []byte{0, 0, 0, 8, 2, 0, 0, 1},
@@ -30,6 +29,7 @@ func sampleUnit() *decode.Unit {
 			}
 		},
 	}
+	u.SetTime(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
 	u.SetMessageID("m-1")
 	u.SetChecksum(&decode.Checksum{Algorithm: "crc-32", Status: decode.ChecksumMismatch, Expected: 1, Actual: 2})
 	u.SetWarnings([]string{"odd"})
@@ -95,7 +95,7 @@ func TestTextLine(t *testing.T) {
 	child.N, child.Parent, child.HasChannel = 8, u, false
 	child.SetChecksum(nil)
 	child.SetWarnings(nil)
-	child.Time = u.Time.Add(1500 * time.Millisecond)
+	child.SetTime(u.Time().Add(1500 * time.Millisecond))
 	w.Unit(u)
 	w.Unit(child)
 	w.Flush()

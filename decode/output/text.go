@@ -28,7 +28,7 @@ func NewText(w io.Writer) *Text { return &Text{w: w, buf: make([]byte, 0, 64<<10
 // Unit appends u's line.
 func (t *Text) Unit(u *decode.Unit) error {
 	if !t.begun {
-		t.first, t.begun = u.Time, true
+		t.first, t.begun = u.Time(), true
 	}
 	t.buf = AppendText(t.buf, u, t.first)
 	if len(t.buf) >= 60<<10 {
@@ -42,7 +42,7 @@ func (t *Text) Unit(u *decode.Unit) error {
 func AppendText(b []byte, u *decode.Unit, first time.Time) []byte {
 	b = appendPadInt(b, u.N, 7)
 	b = append(b, ' ')
-	b = appendSeconds(b, u.Time.Sub(first))
+	b = appendSeconds(b, u.Time().Sub(first))
 	b = append(b, ' ')
 	id := 0
 	if u.Conn != nil {

@@ -209,11 +209,12 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 func (d *Decoder) emitEncrypted(dir decode.Dir, t time.Time) {
 	ds := &d.dir[dir]
 	u := &decode.Unit{
-		Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoPgSQL,
+		Conn: d.conn, Dir: dir, Proto: decode.ProtoPgSQL,
 		Type: ds.encKind, Offset: ds.encStart, Len: int(ds.encBytes),
 		Summary: ds.encKind + " encrypted stream, " + strconv.FormatInt(ds.encBytes, 10) + " bytes not decoded",
 		Dissect: dissectEncrypted,
 	}
+	u.SetTime(t)
 	ds.encBytes = 0
 	d.emit(u)
 }
@@ -502,11 +503,13 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		d.slab = append(d.slab, raw...)
 		cp = d.slab[s:len(d.slab):len(d.slab)]
 	}
-	return &decode.Unit{
-		Conn: d.conn, Dir: dir, Time: t, Proto: decode.ProtoPgSQL,
+	u := &decode.Unit{
+		Conn: d.conn, Dir: dir, Proto: decode.ProtoPgSQL,
 		Offset: pos, Len: len(raw), Raw: cp, Parent: parent,
 		Dissect: dissectTyped,
 	}
+	u.SetTime(t)
+	return u
 }
 
 // put emits a top-level unit, adding the resynchronisation warning.

@@ -64,14 +64,14 @@ func (s *Store) Stats(buckets int) Stats {
 	}
 	type key struct{ proto, typ string }
 	types := map[key]*TypeCount{}
-	first, last := s.units[0].Time, s.units[0].Time
+	first, last := s.units[0].Time(), s.units[0].Time()
 	for _, u := range s.units {
 		st.Bytes += int64(u.Len)
-		if u.Time.Before(first) {
-			first = u.Time
+		if u.Time().Before(first) {
+			first = u.Time()
 		}
-		if u.Time.After(last) {
-			last = u.Time
+		if u.Time().After(last) {
+			last = u.Time()
 		}
 		k := key{u.Proto.String(), u.Type}
 		tc := types[k]
@@ -96,7 +96,7 @@ func (s *Store) Stats(buckets int) Stats {
 	st.RateStep = st.Span/time.Duration(buckets) + 1
 	st.Rate = make([]int, buckets)
 	for _, u := range s.units {
-		b := int(u.Time.Sub(first) / st.RateStep)
+		b := int(u.Time().Sub(first) / st.RateStep)
 		if b >= 0 && b < buckets {
 			st.Rate[b]++
 		}
@@ -106,7 +106,7 @@ func (s *Store) Stats(buckets int) Stats {
 	per := make([][]time.Duration, len(s.conns))
 	var all []time.Duration
 	s.Pairs(func(req, ans int32) {
-		d := s.units[ans].Time.Sub(s.units[req].Time)
+		d := s.units[ans].Time().Sub(s.units[req].Time())
 		if d < 0 {
 			d = 0
 		}

@@ -204,7 +204,7 @@ func (s *Store) First() time.Time {
 	if len(s.units) == 0 {
 		return time.Time{}
 	}
-	return s.units[0].Time
+	return s.units[0].Time()
 }
 
 // IndexOfN returns the index of the unit numbered n, or -1. Units arrive

@@ -172,7 +172,9 @@ func TestPairingIncremental(t *testing.T) {
 func TestPgErrorResponse(t *testing.T) {
 	c := &decode.Conn{ID: 1, Proto: decode.ProtoPgSQL}
 	mk := func(n int, dir decode.Dir, typ string) *decode.Unit {
-		return &decode.Unit{N: n, Conn: c, Dir: dir, Proto: decode.ProtoPgSQL, Type: typ, Time: time.Unix(0, int64(n))}
+		u := &decode.Unit{N: n, Conn: c, Dir: dir, Proto: decode.ProtoPgSQL, Type: typ}
+		u.SetTime(time.Unix(0, int64(n)))
+		return u
 	}
 	units := []*decode.Unit{
 		mk(1, decode.DirF, "Parse"), mk(2, decode.DirF, "Bind"), mk(3, decode.DirF, "Execute"), mk(4, decode.DirF, "Sync"),

@@ -105,7 +105,7 @@ func AppendUnit(dst []byte, u *decode.Unit, opt Options) []byte {
 	t.start = len(dst)
 	t.opt = opt
 	if opt.Timestamps {
-		tm := u.Time.Local()
+		tm := u.Time().Local()
 		t.b = tm.AppendFormat(t.b, "2006-01-02 15:04:05")
 		t.b = append(t.b, '.')
 		t.b = appendPad(t.b, int64(tm.Nanosecond()/int(time.Microsecond)), 6)

@@ -101,7 +101,7 @@ func (m *Model) build() {
 		dir += "* (in CompressedMessages #" + strconv.Itoa(u.Parent.N) + ")"
 	}
 	add(0, "#"+strconv.Itoa(u.N)+" "+u.Proto.String()+" "+u.Type+"  "+dir)
-	add(0, conn+u.Time.UTC().Format("2006-01-02 15:04:05.000000")+"  "+strconv.Itoa(u.Len)+" bytes")
+	add(0, conn+u.Time().UTC().Format("2006-01-02 15:04:05.000000")+"  "+strconv.Itoa(u.Len)+" bytes")
 	if u.HasChannel {
 		m.lines[len(m.lines)-1].text += "  channel " + strconv.Itoa(int(u.Channel))
 	}

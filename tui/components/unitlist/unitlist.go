@@ -419,7 +419,7 @@ func (m *Model) row(ix int32, selected bool, first int64) string {
 	b.Write(padLeft(num[:0], strconv.Itoa(u.N), colNo))
 	if m.wide() {
 		b.WriteByte(' ')
-		ts := relTime(num[:0], u.Time.UnixNano()-first)
+		ts := relTime(num[:0], u.UnixNano()-first)
 		style(string(padLeft(ts[:0:0], string(ts), colTime)), sy.Time)
 	}
 	b.WriteByte(' ')

@@ -96,7 +96,7 @@ func (g *Generator) emit(out []*decode.Unit, u *decode.Unit) []*decode.Unit {
 	g.n++
 	u.N = g.n
 	g.t = g.t.Add(time.Duration(50+g.rand()%3000) * time.Microsecond)
-	u.Time = g.t
+	u.SetTime(g.t)
 	u.Proto = u.Conn.Proto
 	u.Len = len(u.Raw)
 	c := u.Conn
