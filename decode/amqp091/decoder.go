@@ -70,6 +70,7 @@ type Decoder struct {
 	inflight int
 	units    []decode.Unit // unit slab
 	raw      []byte        // byte slab
+	msgSlab  []message     // message slab
 }
 
 type direction struct {
@@ -96,13 +97,15 @@ type junk struct {
 
 // assembly collects a message: its method, content header and body frames.
 type assembly struct {
-	method   []byte // method payload (class, method, arguments)
-	header   []byte // content header payload
-	bodySize uint64
-	got      uint64
-	body     []byte // at most MaxMessage bytes of the body
-	cut      bool   // body exceeded MaxMessage
-	frames   int
+	method []byte // method payload (class, method, arguments)
+	header []byte // content header payload
+	// methodUnit and headerUnit carry method and header in their Raw.
+	methodUnit, headerUnit *decode.Unit
+	bodySize               uint64
+	got                    uint64
+	body                   []byte // at most MaxMessage bytes of the body
+	cut                    bool   // body exceeded MaxMessage
+	frames                 int
 }
 
 // Feed implements decode.Decoder.
@@ -393,9 +396,11 @@ func (d *Decoder) resync(b []byte, atEnd bool) (int, bool) {
 // Units and their bytes are carved from slabs: one allocation serves many
 // small frames. A slab lives as long as any unit carved from it.
 const (
-	unitSlab  = 64
-	rawSlab   = 64 << 10
-	rawCarved = 2 << 10 // larger frames get bytes of their own
+	unitSlab = 64
+	// messageSlab is the number of assembled messages allocated at once.
+	messageSlab = 64
+	rawSlab     = 64 << 10
+	rawCarved   = 2 << 10 // larger frames get bytes of their own
 )
 
 func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *decode.Unit {
@@ -550,7 +555,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			u.Warn("previous message on this channel was incomplete")
 			d.drop(ds, u.Channel)
 		}
-		ds.msgs[u.Channel] = &assembly{method: p}
+		ds.msgs[u.Channel] = &assembly{method: p, methodUnit: u}
 	}
 	u.Summary = d.text(s)
 }
@@ -655,7 +660,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	if a.header != nil {
 		u.Warn("second content header for one message")
 	}
-	a.header = p
+	a.header, a.headerUnit = p, u
 	a.bodySize = ds.hdr.BodySize
 	if a.bodySize == 0 {
 		d.complete(dir, u, a)
@@ -717,6 +722,19 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	if a.cut {
 		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
 	}
-	m := &message{method: a.method, header: a.header, body: a.body, size: a.got, cut: a.cut}
+	// Messages are kept by every unit that completes one: slab-allocate
+	// them, and keep the method, header and (single-frame) body as the units
+	// that carry them rather than as slices of their own.
+	if len(d.msgSlab) == 0 {
+		d.msgSlab = make([]message, messageSlab)
+	}
+	m := &d.msgSlab[0]
+	d.msgSlab = d.msgSlab[1:]
+	m.methodUnit, m.headerUnit, m.size, m.cut = a.methodUnit, a.headerUnit, a.got, a.cut
+	if a.frames == 1 && len(a.body) > 0 && &a.body[0] == &u.Raw[FrameHeaderSize] {
+		m.bodyInUnit = true
+	} else {
+		m.body = a.body
+	}
 	u.Dissect = m.dissect
 }

@@ -12,25 +12,43 @@ import (
 // emission) or, for bodies spread over several frames, a copy bounded by
 // Options.MaxMessage.
 type message struct {
-	method, header, body []byte
-	size                 uint64
-	cut                  bool
+	// methodUnit and headerUnit are the frames that carried the method and
+	// the content header (a header-less message has none).
+	methodUnit, headerUnit *decode.Unit
+	// body is the body kept for display, unless bodyInUnit says it is the
+	// payload of the completing unit itself (a body in one frame).
+	body       []byte
+	size       uint64
+	cut        bool
+	bodyInUnit bool
+}
+
+// framePayload returns the payload of the frame in u.Raw.
+func framePayload(u *decode.Unit) []byte {
+	if u == nil || len(u.Raw) < FrameOverhead {
+		return nil
+	}
+	return u.Raw[FrameHeaderSize : len(u.Raw)-1]
 }
 
 // dissect returns the completing frame's own fields followed by "message".
 func (m *message) dissect(u *decode.Unit) []*decode.Field {
 	fs := dissectFrame(u)
 	mf := &decode.Field{Key: "message", Name: "amqp.message", Kind: decode.KindMap}
-	if len(m.method) >= 4 {
-		class, id := binary.BigEndian.Uint16(m.method), binary.BigEndian.Uint16(m.method[2:])
+	method, header, body := framePayload(m.methodUnit), framePayload(m.headerUnit), m.body
+	if m.bodyInUnit {
+		body = framePayload(u)
+	}
+	if len(method) >= 4 {
+		class, id := binary.BigEndian.Uint16(method), binary.BigEndian.Uint16(method[2:])
 		if info := LookupMethod(class, id); info != nil {
 			mf.Add(&decode.Field{Key: "method", Name: "amqp.message.method", Value: info.Name})
-			args, _ := dissectArgs(m.method[4:], 0, info.Args, "", nil)
+			args, _ := dissectArgs(method[4:], 0, info.Args, "", nil)
 			mf.Add(&decode.Field{Key: "arguments", Kind: decode.KindMap, Kids: unplace(args)})
 		}
 	}
-	if len(m.header) >= 14 {
-		hf := headerFields(m.header, 0)
+	if len(header) >= 14 {
+		hf := headerFields(header, 0)
 		for _, f := range hf {
 			if f.Key == "properties" {
 				f.Name = ""
@@ -41,11 +59,11 @@ func (m *message) dissect(u *decode.Unit) []*decode.Field {
 		}
 	}
 	mf.Add(&decode.Field{Key: "body-size", Name: "amqp.message.body-size", Value: m.size, Encoding: "longlong"})
-	body := &decode.Field{Key: "body", Name: "amqp.message.body", Value: textOrBytes(m.body), Encoding: "bytes"}
+	bf := &decode.Field{Key: "body", Name: "amqp.message.body", Value: textOrBytes(body), Encoding: "bytes"}
 	if m.cut {
-		body.Display = decode.FormatValue(body.Value) + " (cut to " + uitoa(uint64(len(m.body))) + " bytes)"
+		bf.Display = decode.FormatValue(bf.Value) + " (cut to " + uitoa(uint64(len(body))) + " bytes)"
 	}
-	mf.Add(body)
+	mf.Add(bf)
 	return append(fs, mf)
 }
 
