@@ -82,7 +82,7 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	// default GOGC would let it grow by as much again in garbage while a
 	// large file loads. Collect sooner; GOGC in the environment wins.
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
+		debug.SetGCPercent(25)
 	}
 	b := newBatcher()
 	errs := make(chan error, 16)
