@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wiretap-dev/wiretap/tui/internal/textview"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/styles"
 )
@@ -101,18 +102,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 
 // View renders the visible part.
 func (m Model) View() string {
-	var b strings.Builder
-	end := min(m.offset+m.h, len(m.lines))
-	for i := m.offset; i < end; i++ {
-		if i > m.offset {
-			b.WriteByte('\n')
-		}
-		b.WriteString(ansi.Truncate(m.lines[i], m.w, "…"))
-	}
-	for i := max(end-m.offset, 1); i < m.h; i++ {
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return textview.Render(m.lines, m.offset, m.w, m.h)
 }
 
 func pad(s string, w int) string {

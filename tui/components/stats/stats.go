@@ -12,6 +12,7 @@ import (
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
+	"github.com/wiretap-dev/wiretap/tui/internal/textview"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/store"
 	"github.com/wiretap-dev/wiretap/tui/styles"
@@ -201,18 +202,7 @@ func dur(d time.Duration) string {
 
 // View renders the visible part.
 func (m Model) View() string {
-	var b strings.Builder
-	end := min(m.offset+m.h, len(m.lines))
-	for i := m.offset; i < end; i++ {
-		if i > m.offset {
-			b.WriteByte('\n')
-		}
-		b.WriteString(ansi.Truncate(m.lines[i], m.w, "…"))
-	}
-	for i := max(end-m.offset, 1); i < m.h; i++ {
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return textview.Render(m.lines, m.offset, m.w, m.h)
 }
 
 func pad(s string, w int) string {
