@@ -6,7 +6,7 @@
 #
 # Without FILE it makes (once; --regen to remake) testdata/large/amqp091-loadgen.pcapng:
 # the load generator (internal/loadgen, through `wiretap bench` or
-# testdata/gen/loadgen) against RabbitMQ on loopback for DURATION (default
+# internal/capgen/loadgen) against RabbitMQ on loopback for DURATION (default
 # 4s), recorded with dumpcap: hundreds of thousands of frames. testdata/large/
 # is git-ignored. It starts RabbitMQ with .ci/services.sh when none answers.
 #
@@ -58,7 +58,7 @@ loadgen() {
 	if [[ -x $WIRETAP ]] && "$WIRETAP" bench --help 2>&1 | grep -q -- --uri; then
 		"$WIRETAP" bench "$@"
 	else
-		(cd "$ROOT" && go build -o "$ROOT/bin/loadgen" ./testdata/gen/loadgen)
+		(cd "$ROOT" && go build -o "$ROOT/bin/loadgen" ./internal/capgen/loadgen)
 		"$ROOT/bin/loadgen" "$@"
 	fi
 }

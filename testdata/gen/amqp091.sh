@@ -15,7 +15,7 @@ capture_stop lo
 editcap -F pcap "$TESTDATA/amqp091-pika.pcapng" "$TESTDATA/amqp091-pika.pcap"
 
 log "amqp091-go"
-(cd "$ROOT" && go build -o "$GEN_BIN/amqp091go" ./testdata/gen/amqp091go)
+(cd "$ROOT" && go build -o "$GEN_BIN/amqp091go" ./internal/capgen/amqp091go)
 capture_start lo "$TESTDATA/amqp091-go.pcapng" lo "$AMQP_FILTER"
 capture_start any "$TESTDATA/amqp091-go-any.pcapng" any "$AMQP_FILTER" -y LINUX_SLL
 timeout 120 "$GEN_BIN/amqp091go" -url "amqp://guest:guest@127.0.0.2:5672/" -alarm-node "$WIRETAP_RABBITMQ_NODE"

@@ -16,7 +16,7 @@ PN_TRACE_FRM=1 timeout 60 $PY "$GEN_DIR/proton_client.py" 127.0.0.2:5672 2>"$TES
 capture_stop lo
 
 log "amqp10-goamqp"
-(cd "$ROOT" && go build -o "$GEN_BIN/goamqp" ./testdata/gen/goamqp)
+(cd "$ROOT" && go build -o "$GEN_BIN/goamqp" ./internal/capgen/goamqp)
 capture_start lo "$TESTDATA/amqp10-goamqp.pcapng" lo "$AMQP_FILTER"
 timeout 120 "$GEN_BIN/goamqp" -addr amqp://127.0.0.2:5672/
 capture_stop lo

@@ -14,7 +14,7 @@ capture_start lo "$TESTDATA/pgsql-libpq.pcapng" lo "$PG_FILTER"
 capture_stop lo
 
 log "pgsql-pgx"
-(cd "$ROOT" && go build -o "$GEN_BIN/pgx" ./testdata/gen/pgx)
+(cd "$ROOT" && go build -o "$GEN_BIN/pgx" ./internal/capgen/pgx)
 capture_start lo "$TESTDATA/pgsql-pgx.pcapng" lo "$PG_FILTER"
 timeout 60 "$GEN_BIN/pgx" -url 'postgres://wiretap_md5:wiretap@127.0.0.2:5432/postgres?sslmode=disable'
 capture_stop lo

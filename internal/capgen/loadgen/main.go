@@ -1,7 +1,7 @@
 // Command loadgen runs internal/loadgen with the flags of "wiretap bench",
 // for scripts that must work before (or without) the wiretap binary:
 //
-//	go run ./testdata/gen/loadgen --uri amqp://guest:guest@127.0.0.1:5672/ -x 2 -y 2 -s 100 -z 10s -c 100
+//	go run ./internal/capgen/loadgen --uri amqp://guest:guest@127.0.0.1:5672/ -x 2 -y 2 -s 100 -z 10s -c 100
 package main
 
 import (

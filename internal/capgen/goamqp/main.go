@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./testdata/gen/goamqp -addr amqp://guest:guest@127.0.0.2:5672/
+//	go run ./internal/capgen/goamqp -addr amqp://guest:guest@127.0.0.2:5672/
 //
 // Messages carry footers with x-opt-crc-32 and x-opt-adler-32 annotations
 // computed over the encoded bare message (properties, application-properties

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./testdata/gen/pgx -url 'postgres://wiretap_md5:wiretap@127.0.0.2:5432/postgres?sslmode=disable'
+//	go run ./internal/capgen/pgx -url 'postgres://wiretap_md5:wiretap@127.0.0.2:5432/postgres?sslmode=disable'
 //
 // pgx uses the extended protocol for everything (Parse/Describe/Bind/
 // Execute/Sync, binary formats), pipelines a batch, and sends CopyData with

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	go run ./testdata/gen/amqp091go -url amqp://guest:guest@127.0.0.2:5672/ [-short] [-alarm-node NODE]
+//	go run ./internal/capgen/amqp091go -url amqp://guest:guest@127.0.0.2:5672/ [-short] [-alarm-node NODE]
 //
 // It authenticates with AMQPLAIN (pika used PLAIN), sends header values of
 // every type the client can encode, and with -alarm-node it raises a memory
