@@ -107,14 +107,22 @@ func ParseMessage(b []byte, m *Message) error {
 		}
 		off = v.End
 	}
-	if m.BareStart < 0 {
+	if m.BareStart < 0 || m.BareStart > m.BareEnd {
+		// No bare section, or one only after the footer (out of order,
+		// reported in orderErr): the bare message is empty.
 		m.BareStart = m.BareEnd
 	}
 	return orderErr
 }
 
-// Bare returns the bare message's bytes.
-func (m *Message) Bare(b []byte) []byte { return b[m.BareStart:m.BareEnd] }
+// Bare returns the bare message's bytes (empty when the bounds do not fit
+// b, which ParseMessage never produces for the b it parsed).
+func (m *Message) Bare(b []byte) []byte {
+	if m.BareStart < 0 || m.BareStart > m.BareEnd || m.BareEnd > len(b) {
+		return nil
+	}
+	return b[m.BareStart:m.BareEnd]
+}
 
 // Footer annotation keys of RabbitMQ's end-to-end checksums.
 const (
@@ -161,7 +169,7 @@ func (m *Message) VerifyChecksum(b []byte) decode.Checksum {
 		if !ok || exp > 0xffffffff {
 			continue
 		}
-		bare := b[m.BareStart:m.BareEnd]
+		bare := m.Bare(b)
 		var got uint32
 		if alg == "crc-32" {
 			got = crc32.ChecksumIEEE(bare)
