@@ -56,6 +56,13 @@ func isBare(d uint64) bool { return d >= DescriptorProperties && d <= Descriptor
 // order §3.2 prescribes are reported as an error after all sections were
 // located.
 func ParseMessage(b []byte, m *Message) error {
+	// On every return: no bare section, or one only after the footer (out
+	// of order, reported), makes the bare message empty.
+	defer func() {
+		if m.BareStart < 0 || m.BareStart > m.BareEnd {
+			m.BareStart = m.BareEnd
+		}
+	}()
 	m.Sections = m.Sections[:0]
 	m.BareStart, m.BareEnd, m.Footer, m.Properties = -1, len(b), -1, -1
 	m.BodyKind, m.BodySections, m.BodyBytes = "", 0, 0
@@ -64,16 +71,10 @@ func ParseMessage(b []byte, m *Message) error {
 	for off := 0; off < len(b); {
 		v, err := Scan(b, off)
 		if err != nil {
-			if m.BareStart < 0 {
-				m.BareStart = m.BareEnd
-			}
 			return err
 		}
 		code, _, ok := v.Descriptor(b)
 		if !ok || code < DescriptorHeader || code > DescriptorFooter {
-			if m.BareStart < 0 {
-				m.BareStart = m.BareEnd
-			}
 			return errAt(off, "message section expected, got "+v.Code.String())
 		}
 		if orderErr == nil && (code < last || (code == last && code != DescriptorData && code != DescriptorAMQPSequence) ||
@@ -106,11 +107,6 @@ func ParseMessage(b []byte, m *Message) error {
 			m.BodyBytes += v.End - v.DescEnd
 		}
 		off = v.End
-	}
-	if m.BareStart < 0 || m.BareStart > m.BareEnd {
-		// No bare section, or one only after the footer (out of order,
-		// reported in orderErr): the bare message is empty.
-		m.BareStart = m.BareEnd
 	}
 	return orderErr
 }
