@@ -19,6 +19,13 @@ type Decoder struct {
 
 var _ decode.Decoder = (*Decoder)(nil)
 
+// maxLinks bounds the links named and the deliveries being reassembled
+// per connection; maxLinkName bounds a kept link name.
+const (
+	maxLinks    = 1 << 16
+	maxLinkName = 256
+)
+
 type linkKey struct {
 	channel uint16
 	handle  uint32
@@ -314,7 +321,11 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 		if st.links == nil {
 			st.links = make(map[linkKey]string)
 		}
-		st.links[linkKey{u.Channel, uint32(h)}] = string(name)
+		// Bounded on any input: at most maxLinks names of at most
+		// maxLinkName bytes per connection (a name only labels summaries).
+		if k := (linkKey{u.Channel, uint32(h)}); len(st.links) < maxLinks || st.links[k] != "" {
+			st.links[k] = string(name[:min(len(name), maxLinkName)])
+		}
 		s = appendStr(s, " name=", b, c, 0)
 		s = appendUint(s, " handle=", b, c, 1)
 		if r, ok := c.Bool(b, 2); ok {

@@ -370,3 +370,31 @@ func TestGapResynchronises(t *testing.T) {
 		t.Errorf("offset %d, want %d", u.Offset, len(first))
 	}
 }
+
+// TestLinkStateBounded: a peer attaching ever new handles (or starting ever
+// new deliveries) cannot grow the decoder's per-connection state past
+// maxLinks entries, and long link names are kept cut.
+func TestLinkStateBounded(t *testing.T) {
+	var units int
+	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) { units++ }).(*Decoder)
+	long := strings.Repeat("n", 4*maxLinkName)
+	var buf []byte
+	for h := 0; h < maxLinks+100; h++ {
+		buf = AppendFrame(buf[:0], 0, 0, AppendComposite(nil, DescriptorAttach, AppendString(nil, long), AppendUint(nil, uint32(h)), AppendBool(nil, false)))
+		d.Feed(decode.DirF, buf, time.Time{})
+		buf = transferFrame(0, uint32(h), uint32(h), true, []byte("x"))
+		d.Feed(decode.DirF, buf, time.Time{})
+	}
+	st := &d.dirs[decode.DirF]
+	if len(st.links) > maxLinks || len(st.deliveries) > maxLinks {
+		t.Fatalf("%d links, %d deliveries kept; limit %d", len(st.links), len(st.deliveries), maxLinks)
+	}
+	for _, name := range st.links {
+		if len(name) > maxLinkName {
+			t.Fatalf("link name of %d bytes kept", len(name))
+		}
+	}
+	if units != 2*(maxLinks+100) {
+		t.Errorf("%d units, want one per frame", units)
+	}
+}

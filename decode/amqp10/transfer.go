@@ -156,6 +156,10 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		return d.complete(st, u, cm, &t, link, s)
 	}
 	if dl == nil {
+		if len(st.deliveries) >= maxLinks {
+			u.Warn("more than " + strconv.Itoa(maxLinks) + " deliveries in progress on this connection: not reassembled")
+			return s
+		}
 		dl = &delivery{id: t.DeliveryID, hasID: t.HasDeliveryID, tag: append([]byte(nil), t.DeliveryTag...)}
 		if !t.HasDeliveryID {
 			u.Warn("first transfer of a delivery without delivery-id")
