@@ -94,6 +94,20 @@ func (p *printer) flush() error {
 	return nil
 }
 
+// flushLive writes what a live source printed so far. A CompressedMessages
+// the trace printer holds is let go only once it has been held since the
+// previous call: its B* units are emitted right after it, in the same
+// decoder call, so by then they are out.
+func (p *printer) flushLive(heldBefore bool) (holding bool, err error) {
+	if p.trace == nil {
+		return false, nil
+	}
+	if heldBefore && p.trace.Holding() {
+		return false, p.trace.Flush()
+	}
+	return p.trace.Holding(), p.trace.FlushOutput()
+}
+
 // finish flushes and, in text format, appends the end-of-run reports: per
 // connection notes (compression ratios, TLS) and the AMQP 1.0
 // immutability summary.

@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/capture/pcapng"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
+
+// liveFlush is how often a headless live run writes what it printed.
+const liveFlush = 50 * time.Millisecond
 
 // liveSource starts a source of bytes that runs until ctx is done. tap, when
 // not nil, receives every packet record (sources that have packets).
@@ -63,15 +68,38 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		if err != nil {
 			return err
 		}
-		// A live source prints as it goes: flush after every unit batch.
+		// A live source prints as it goes: what was printed reaches stdout
+		// within liveFlush, without a write per unit.
+		var mu sync.Mutex
 		sink := func(u *decode.Unit) {
+			mu.Lock()
 			pr.Unit(u)
-			pr.flush()
-			out.Flush()
+			mu.Unlock()
 		}
+		stopFlush := make(chan struct{})
+		flushed := make(chan struct{})
+		go func() {
+			defer close(flushed)
+			t := time.NewTicker(liveFlush)
+			defer t.Stop()
+			held := false
+			for {
+				select {
+				case <-t.C:
+					mu.Lock()
+					held, _ = pr.flushLive(held)
+					out.Flush()
+					mu.Unlock()
+				case <-stopFlush:
+					return
+				}
+			}
+		}()
 		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
 		h := capture.MultiHandler(append([]capture.Handler{pl}, handlers...)...)
 		err = src(ctx, capture.NewSerial(h), tap)
+		close(stopFlush)
+		<-flushed
 		pl.Finish()
 		if ferr := pr.finish(pl); ferr != nil && err == nil {
 			err = ferr

@@ -93,6 +93,14 @@ func (p *Printer) Flush() error {
 	return p.w.Flush()
 }
 
+// FlushOutput writes the lines printed so far but keeps a CompressedMessages
+// whose B* lines may still come (live sources flush this way now and then).
+func (p *Printer) FlushOutput() error { return p.w.Flush() }
+
+// Holding reports whether a CompressedMessages line is waiting for the B*
+// lines of the units it carries.
+func (p *Printer) Holding() bool { return p.held != nil }
+
 // AppendUnit appends the trace line(s) of one unit to dst, newline
 // included; it appends nothing for units libpq does not trace.
 func AppendUnit(dst []byte, u *decode.Unit, opt Options) []byte {
