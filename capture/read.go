@@ -39,6 +39,20 @@ func ReadFile(path string, h Handler, opt *Options) (*Stats, error) {
 	return Read(f, path, h, opt)
 }
 
+// Probe opens path and checks that it is a capture wiretap can read (pcap,
+// pcapng, either gzip-compressed) without reading its packets: the TUI uses
+// it to refuse a file before taking over the screen. Its errors are those
+// of [ReadFile].
+func Probe(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	defer f.Close()
+	_, err = openSource(f, path)
+	return err
+}
+
 // Read is [ReadFile] over a reader; name names it in errors and warnings.
 // When r is an *os.File of a regular file, its size is the progress total.
 func Read(r io.Reader, name string, h Handler, opt *Options) (*Stats, error) {

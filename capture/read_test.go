@@ -300,3 +300,35 @@ func TestReadGzip(t *testing.T) {
 		}
 	}
 }
+
+func TestProbe(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile("../testdata/amqp091-pika.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(good)
+	zw.Close()
+	for _, tc := range []struct {
+		name string
+		data []byte
+		ok   bool
+	}{
+		{"a.pcap", good, true},
+		{"a.pcap.gz", gz.Bytes(), true},
+		{"notes.txt", []byte("not a capture at all\n"), false},
+		{"empty", nil, false},
+	} {
+		p := filepath.Join(dir, tc.name)
+		os.WriteFile(p, tc.data, 0o644)
+		err := capture.Probe(p)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, capture.ErrNotCapture)) {
+			t.Errorf("%s: Probe = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	if err := capture.Probe(filepath.Join(dir, "missing")); err == nil || errors.Is(err, capture.ErrNotCapture) {
+		t.Errorf("missing file: %v", err)
+	}
+}

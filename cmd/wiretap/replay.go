@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,7 +29,7 @@ Press ? in the TUI for every key.`,
 			}
 			path := args[0]
 			// Refuse what is not a capture before the screen changes.
-			if err := probeCapture(path); err != nil {
+			if err := capture.Probe(path); err != nil {
 				return inputErr(err)
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,23 +45,4 @@ Press ? in the TUI for every key.`,
 	}
 	f.register(cmd)
 	return cmd
-}
-
-// probeCapture opens path and checks its first bytes for a pcap or pcapng
-// magic number, so the TUI is not started on something unusable.
-func probeCapture(path string) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	var magic [4]byte
-	if _, err := io.ReadFull(fh, magic[:]); err != nil {
-		return fmt.Errorf("capture: %s: %w", path, capture.ErrNotCapture)
-	}
-	switch string(magic[:]) {
-	case "\xd4\xc3\xb2\xa1", "\xa1\xb2\xc3\xd4", "\x4d\x3c\xb2\xa1", "\xa1\xb2\x3c\x4d", "\x0a\x0d\x0d\x0a":
-		return nil
-	}
-	return fmt.Errorf("capture: %s: %w", path, capture.ErrNotCapture)
 }
