@@ -82,13 +82,6 @@ func AppendText(b []byte, u *decode.Unit, first time.Time) []byte {
 	return append(b, '\n')
 }
 
-// Line appends free text (end-of-run reports) after the unit lines.
-func (t *Text) Line(s string) error {
-	t.buf = append(t.buf, s...)
-	t.buf = append(t.buf, '\n')
-	return nil
-}
-
 // Flush writes what is buffered.
 func (t *Text) Flush() error {
 	if len(t.buf) == 0 {
