@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/internal/loopback"
 )
 
 // needTool returns the path of a tool, skipping the test when it is
@@ -162,7 +163,7 @@ func TestRealCaptures(t *testing.T) {
 				copied <- err
 			}()
 			for i := range 3 {
-				talk(t, ln, strings.Repeat("request ", 1+i*300), strings.Repeat("reply ", 1+i*800))
+				loopback.Exchange(t, ln, strings.Repeat("request ", 1+i*300), strings.Repeat("reply ", 1+i*800))
 			}
 			for range 3 {
 				<-closes.closed
@@ -199,31 +200,6 @@ func TestRealCaptures(t *testing.T) {
 			}
 		})
 	}
-}
-
-// talk runs one exchange on loopback and waits for its end.
-func talk(t *testing.T, ln net.Listener, request, reply string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, len(request))
-		io.ReadFull(c, buf)
-		c.Write([]byte(reply))
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte(request))
-	io.ReadAll(c)
-	c.Close()
-	<-done
 }
 
 // TestTestdataCaptures reads the captures kept in testdata (made by

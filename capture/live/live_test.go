@@ -3,7 +3,6 @@ package live_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/capture/internal/loopback"
 	"github.com/wiretap-dev/wiretap/capture/live"
 )
 
@@ -50,32 +50,6 @@ func (w *watcher) Close(f *capture.Flow, t time.Time) {
 	if w.mine(f) {
 		w.closed <- f.ID
 	}
-}
-
-// exchange runs one TCP conversation on loopback: the client sends
-// request, the server answers reply, both close.
-func exchange(t *testing.T, ln net.Listener, request, reply string) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		buf := make([]byte, len(request))
-		io.ReadFull(c, buf)
-		c.Write([]byte(reply))
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Write([]byte(request))
-	io.ReadAll(c)
-	c.Close()
-	<-done
 }
 
 func requireRoot(t *testing.T) {
@@ -123,7 +97,7 @@ func testEngine(t *testing.T, engine, iface string, filter bool) {
 		t.Fatalf("capture did not start: %v", r.err)
 	}
 	request, reply := strings.Repeat("q", 3000), strings.Repeat("R", 70000)
-	exchange(t, ln, request, reply)
+	loopback.Exchange(t, ln, request, reply)
 	id := <-w.closed // the capture saw both FINs
 	cancel()
 	r := <-res
