@@ -13,8 +13,9 @@ import (
 //	performative   amqp.performative ("transfer")
 //	arguments      amqp.performative.arguments.* (composite fields, nested)
 //	payload        transfer payload extent
-//	message        a completed message: amqp.message_id, amqp.checksum,
-//	               bare-message range, sections (see MessageOf)
+//	message        a completed message: amqp.message_id, amqp.checksum
+//	               (ranges: the bare message summed, the footer's key
+//	               and value), bare-message range, sections (see MessageOf)
 //
 // Offsets are relative to Unit.Raw. Fields of a message reassembled from
 // several transfers that lie in earlier frames have no range (Length 0); the
@@ -117,14 +118,7 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 		msg.Add(&decode.Field{Key: "message-id", Name: "amqp.message_id", Value: u.MessageID()})
 	}
 	if ck := u.Checksum(); ck != nil {
-		f := &decode.Field{Key: "checksum", Name: "amqp.checksum", Value: ck.Status.String(), Kind: decode.KindValue}
-		if ck.Status != decode.ChecksumAbsent {
-			f.Display = ck.Algorithm + " " + ck.Status.String()
-			f.Add(&decode.Field{Key: "algorithm", Name: "amqp.checksum.algorithm", Value: ck.Algorithm})
-			f.Add(&decode.Field{Key: "expected", Name: "amqp.checksum.expected", Value: uint64(ck.Expected), Display: string(appendHex32(nil, ck.Expected))})
-			f.Add(&decode.Field{Key: "actual", Name: "amqp.checksum.actual", Value: uint64(ck.Actual), Display: string(appendHex32(nil, ck.Actual))})
-		}
-		msg.Add(f)
+		msg.Add(checksumFields(m, cm, ck))
 	}
 	bare := &decode.Field{Key: "bare-message", Name: "amqp.bare_message", Value: uint64(cm.Message.BareEnd - cm.Message.BareStart),
 		Display: strconv.Itoa(cm.Message.BareEnd-cm.Message.BareStart) + " bytes at message offset " + strconv.Itoa(cm.Message.BareStart)}
@@ -137,6 +131,9 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 	for i := range cm.Message.Sections {
 		sec := &cm.Message.Sections[i]
 		f := m.value(sec.Value, sec.Name(), sectionName(sec.Descriptor), "", 0)
+		if i == cm.Message.Footer {
+			hexChecksumAnnotations(f, cm.Bytes, sec.Value)
+		}
 		secs.Add(f)
 	}
 	msg.Add(secs)
@@ -144,6 +141,60 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 		msg.Add(a)
 	}
 	return msg
+}
+
+// checksumFields builds the amqp.checksum verdict. Its ranges are those a
+// reader checks by hand: the verdict and amqp.checksum.actual cover the
+// bare message (the bytes summed), amqp.checksum.algorithm the footer
+// annotation's key and amqp.checksum.expected its value. A range that
+// does not lie in this frame's part of the message is left out.
+func checksumFields(m *materializer, cm *CompletedMessage, ck *decode.Checksum) *decode.Field {
+	f := &decode.Field{Key: "checksum", Name: "amqp.checksum", Value: ck.Status.String(), Kind: decode.KindValue}
+	if ck.Status == decode.ChecksumAbsent {
+		return f
+	}
+	f.Display = ck.Algorithm + " " + ck.Status.String()
+	alg := &decode.Field{Key: "algorithm", Name: "amqp.checksum.algorithm", Value: ck.Algorithm}
+	exp := &decode.Field{Key: "expected", Name: "amqp.checksum.expected", Value: uint64(ck.Expected), Display: hex32(ck.Expected)}
+	act := &decode.Field{Key: "actual", Name: "amqp.checksum.actual", Value: uint64(ck.Actual), Display: hex32(ck.Actual)}
+	// The decoder's verdict comes from this annotation and this bare
+	// message (VerifyChecksum); one that does not gets no ranges.
+	if a, ok := cm.Message.checksumAnnotation(cm.Bytes); ok && a.alg == ck.Algorithm && a.expected == ck.Expected {
+		m.span(f, cm.Message.BareStart, cm.Message.BareEnd)
+		m.span(act, cm.Message.BareStart, cm.Message.BareEnd)
+		m.span(alg, a.key.Start, a.key.End)
+		m.span(exp, a.value.Start, a.value.End)
+	}
+	f.Add(alg)
+	f.Add(exp)
+	f.Add(act)
+	return f
+}
+
+// hexChecksumAnnotations shows the values of the footer's checksum
+// annotations in hex, as amqp.checksum shows them; footer is the footer
+// section's field tree, v the section in b. Values stay numeric.
+func hexChecksumAnnotations(footer *decode.Field, b []byte, v Value) {
+	inner := v
+	inner.Start, inner.DescStart, inner.DescEnd = v.DescEnd, 0, 0
+	if inner.Code != CodeMap8 && inner.Code != CodeMap32 {
+		return
+	}
+	it := inner.Items(b)
+	for i := 0; i < len(footer.Kids) && it.Next(); i++ {
+		k := it.Value
+		if !it.Next() {
+			return
+		}
+		if _, exp, ok := checksumEntry(b, k, it.Value); ok {
+			// Kids holds one field per entry, in order, keyed by the
+			// entry's key; check it is that entry before relabelling.
+			kid := footer.Kids[i]
+			if n, _ := kid.Value.(uint64); n == uint64(exp) && kid.Key == string(b[k.Data:k.End]) {
+				kid.Display = hex32(exp)
+			}
+		}
+	}
 }
 
 // sectionName returns Wireshark's field name for a message section.

@@ -52,6 +52,8 @@ func FuzzDecoder(f *testing.F) {
 	msg, _ := buildMessage(Adler32, false, section{DescriptorProperties, AppendList(nil, AppendString(nil, "id"))}, section{DescriptorData, AppendBinary(nil, make([]byte, 40))})
 	multi := append(append(append([]byte{}, hdr...), transferFrame(0, 0, 1, true, msg[:20])...), transferFrame(0, 0, 1, false, msg[20:])...)
 	f.Add(multi, uint16(len(multi)), uint8(3))
+	single := append(append([]byte{}, hdr...), transferFrame(0, 0, 1, false, msg)...)
+	f.Add(single, uint16(len(single)), uint8(0))
 	f.Add(append(append([]byte("AMQP\x03\x01\x00\x00"), protonSASLInit...), rabbitSASLMechanisms...), uint16(43), uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, split uint16, chunk uint8) {
 		s := int(split)
@@ -83,13 +85,22 @@ func FuzzDecoder(f *testing.F) {
 		d.End(decode.DirB, time.Time{})
 		for _, u := range units {
 			imm.Observe(u)
-			for _, fl := range u.Fields() {
+			fs := u.Fields()
+			for _, fl := range fs {
 				decode.Walk([]*decode.Field{fl}, func(x *decode.Field) bool {
 					if x.Length > 0 && (x.Offset < 0 || x.Offset+x.Length > len(u.Raw)) {
 						t.Fatalf("%s: field %s range %d+%d outside raw %d", u.Summary, x.Key, x.Offset, x.Length, len(u.Raw))
 					}
 					return true
 				})
+			}
+			// A checksum verdict's range is exactly what was summed.
+			if ck := u.Checksum(); ck != nil && ck.Status != decode.ChecksumAbsent {
+				if f := decode.Find(fs, "amqp.checksum"); f != nil && f.Length > 0 {
+					if got := sumOf(ck.Algorithm, u.Raw[f.Offset:f.Offset+f.Length]); got != ck.Actual {
+						t.Fatalf("%s: amqp.checksum covers bytes summing to %#x, actual %#x", u.Summary, got, ck.Actual)
+					}
+				}
 			}
 		}
 		imm.Summary()

@@ -131,14 +131,45 @@ const (
 // it: over the exact bytes from the first bare-message section up to the
 // start of the footer. It does not allocate.
 func (m *Message) VerifyChecksum(b []byte) decode.Checksum {
-	if m.Footer < 0 {
+	a, ok := m.checksumAnnotation(b)
+	if !ok {
 		return decode.Checksum{Status: decode.ChecksumAbsent}
+	}
+	bare := m.Bare(b)
+	var got uint32
+	if a.alg == Adler32 {
+		got = adler32.Checksum(bare)
+	} else {
+		got = crc32.ChecksumIEEE(bare)
+	}
+	st := decode.ChecksumOK
+	if got != a.expected {
+		st = decode.ChecksumMismatch
+	}
+	return decode.Checksum{Algorithm: a.alg, Status: st, Expected: a.expected, Actual: got}
+}
+
+// checksumAnnotation is the footer annotation VerifyChecksum checks,
+// located in the message bytes.
+type checksumAnnotation struct {
+	alg      string // CRC32 or Adler32
+	expected uint32
+	// key and value are the annotation's encoded key and value.
+	key, value Value
+}
+
+// checksumAnnotation returns the footer's first checksum annotation (see
+// checksumEntry), the one VerifyChecksum checks; ok is false when there is
+// none. It does not allocate.
+func (m *Message) checksumAnnotation(b []byte) (a checksumAnnotation, ok bool) {
+	if m.Footer < 0 {
+		return a, false
 	}
 	fv := m.Sections[m.Footer].Value
 	inner := fv
 	inner.Start, inner.DescStart, inner.DescEnd = fv.DescEnd, 0, 0
 	if inner.Code != CodeMap8 && inner.Code != CodeMap32 {
-		return decode.Checksum{Status: decode.ChecksumAbsent}
+		return a, false
 	}
 	it := inner.Items(b)
 	for it.Next() {
@@ -146,39 +177,34 @@ func (m *Message) VerifyChecksum(b []byte) decode.Checksum {
 		if !it.Next() {
 			break
 		}
-		if k.Code != CodeSym8 && k.Code != CodeSym32 {
-			continue
+		if alg, exp, ok := checksumEntry(b, k, it.Value); ok {
+			return checksumAnnotation{alg: alg, expected: exp, key: k, value: it.Value}, true
 		}
-		key := b[k.Data:k.End]
-		var alg string
-		switch string(key) {
-		case AnnotationCRC32:
-			alg = "crc-32"
-		case AnnotationAdler32:
-			alg = "adler-32"
-		default:
-			continue
-		}
-		// The convention's value is a uint; any unsigned encoding that
-		// fits 32 bits is compared.
-		exp, ok := it.Value.Uint(b)
-		if !ok || exp > 0xffffffff {
-			continue
-		}
-		bare := m.Bare(b)
-		var got uint32
-		if alg == "crc-32" {
-			got = crc32.ChecksumIEEE(bare)
-		} else {
-			got = adler32.Checksum(bare)
-		}
-		st := decode.ChecksumOK
-		if got != uint32(exp) {
-			st = decode.ChecksumMismatch
-		}
-		return decode.Checksum{Algorithm: alg, Status: st, Expected: uint32(exp), Actual: got}
 	}
-	return decode.Checksum{Status: decode.ChecksumAbsent}
+	return a, false
+}
+
+// checksumEntry reports whether the footer map entry k: v of message b is
+// a checksum annotation: the symbol x-opt-crc-32 or x-opt-adler-32 with a
+// value of any unsigned encoding that fits 32 bits (the convention's value
+// is a uint). It returns the algorithm (CRC32 or Adler32) and the value.
+func checksumEntry(b []byte, k, v Value) (alg string, expected uint32, ok bool) {
+	if k.Code != CodeSym8 && k.Code != CodeSym32 {
+		return "", 0, false
+	}
+	switch string(b[k.Data:k.End]) {
+	case AnnotationCRC32:
+		alg = CRC32
+	case AnnotationAdler32:
+		alg = Adler32
+	default:
+		return "", 0, false
+	}
+	exp, ok := v.Uint(b)
+	if !ok || exp > 0xffffffff {
+		return "", 0, false
+	}
+	return alg, uint32(exp), true
 }
 
 // MessageID returns properties.message-id rendered as text (strings as

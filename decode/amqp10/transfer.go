@@ -274,3 +274,9 @@ func appendHex32(s []byte, v uint32) []byte {
 	}
 	return s
 }
+
+// hex32 returns appendHex32's rendering of v as a string (one allocation).
+func hex32(v uint32) string {
+	var buf [10]byte
+	return string(appendHex32(buf[:0], v))
+}
