@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"github.com/wiretap-dev/wiretap/internal/findcheck"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -198,8 +199,42 @@ func FuzzPipeline(f *testing.F) {
 		var buf []byte
 		p := New(Config{Sink: func(u *decode.Unit) {
 			buf = output.AppendJSON(buf[:0], u, output.JSONOptions{Raw: true})
+			if err := findcheck.Check(u); err != nil {
+				t.Fatal(err)
+			}
 		}})
 		capture.Read(bytes.NewReader(data), "fuzz", p, nil)
 		p.Finish()
 	})
+}
+
+// TestFindersAgreeWithTrees looks up every field name on every unit of
+// every shipped capture through the protocols' finders and checks that
+// each lookup a finder answers gives what the unit's tree holds.
+func TestFindersAgreeWithTrees(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/*.pcap*")
+	if len(files) == 0 {
+		t.Fatal("no captures in ../testdata")
+	}
+	handled := map[decode.Proto]int{}
+	for _, path := range files {
+		p := New(Config{Sink: func(u *decode.Unit) {
+			if err := findcheck.Check(u); err != nil {
+				t.Errorf("%s: %v", filepath.Base(path), err)
+			}
+			if _, _, h := u.FindField("amqp.method.arguments.routing_key", 0); h {
+				handled[u.Proto]++
+			}
+		}})
+		if _, err := capture.ReadFile(path, p, nil); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		p.Finish()
+	}
+	// The finders must actually answer, or the test checks nothing.
+	for _, proto := range []decode.Proto{decode.ProtoAMQP091} {
+		if handled[proto] == 0 {
+			t.Errorf("no %s unit had a lookup answered by its finder", proto)
+		}
+	}
 }

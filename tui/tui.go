@@ -3,14 +3,19 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/filter"
 	"github.com/wiretap-dev/wiretap/decode/output"
+
 	"github.com/wiretap-dev/wiretap/tui/components/filterbar"
+	"github.com/wiretap-dev/wiretap/tui/internal/ttyin"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/styles"
 )
@@ -55,7 +60,23 @@ func Run(ctx context.Context, opt Options) error {
 }
 
 func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Model, error) {
-	p := tea.NewProgram(New(opt), append([]tea.ProgramOption{tea.WithContext(ctx)}, extra...)...)
+	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if len(extra) == 0 {
+		// The terminal, as bubbletea would pick it, with esc reported at
+		// once (see package ttyin).
+		in := os.Stdin
+		if !term.IsTerminal(in.Fd()) {
+			tty, out, err := tea.OpenTTY()
+			if err != nil {
+				return nil, fmt.Errorf("tui: open terminal: %w", err)
+			}
+			defer tty.Close()
+			defer out.Close()
+			in = tty
+		}
+		opts = append(opts, tea.WithInput(ttyin.New(in)))
+	}
+	p := tea.NewProgram(New(opt), append(opts, extra...)...)
 	m, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return m, nil

@@ -588,7 +588,7 @@ func (d *Decoder) redactSecrets(u *decode.Unit, info *MethodInfo, args []byte) (
 	default:
 		return nil
 	}
-	fs, _ := dissectArgs(args, 0, info.Args, "", nil)
+	fs, _ := dissectArgs(newArgWalk(args, info.Args), 0, "")
 	var mech string
 	secret, end := args[len(args):], 0
 	for _, f := range fs {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -15,77 +16,176 @@ import (
 // argField returns an argument's filterable dotted name.
 func argField(prefix string, a *ArgInfo) string { return prefix + a.Wireshark }
 
-// dissectArgs walks encoded arguments (or properties) described by infos and
-// returns one field per argument with its range; base is the offset of b in
-// Unit.Raw. present, when not nil, says which entries are on the wire
-// (content properties); bits are packed only for method arguments.
-func dissectArgs(b []byte, base int, infos []ArgInfo, prefix string, present func(i int) bool) ([]*decode.Field, error) {
-	r := reader{b: b}
-	var out []*decode.Field
-	bitPos, bitOff := 8, 0 // position in the current bit octet
-	var bits byte
-	for i := range infos {
-		a := &infos[i]
-		if present != nil && !present(i) {
-			continue
+// argWalk steps through encoded arguments (or content properties)
+// described by infos, one argument per next call.
+type argWalk struct {
+	r      reader
+	infos  []ArgInfo
+	props  bool   // content properties: flags say which are on the wire
+	flags  uint16 // property flags, the first entry in the top bit
+	i      int
+	bitPos int // position in the current bit octet; 8: none open
+	bitOff int
+	bits   byte
+	// want, when set, is the Wireshark name of the only arguments whose
+	// values next decodes; the others are stepped over (a lookup).
+	want string
+}
+
+// newArgWalk walks method arguments.
+func newArgWalk(b []byte, infos []ArgInfo) argWalk {
+	return argWalk{r: reader{b: b}, infos: infos, bitPos: 8}
+}
+
+// newPropWalk walks content properties, flags saying which are present.
+func newPropWalk(b []byte, flags uint16) argWalk {
+	return argWalk{r: reader{b: b}, infos: propertyInfos[:], props: true, flags: flags, bitPos: 8}
+}
+
+// next decodes the next argument on the wire into f (Key, Encoding,
+// Value, Offset and Length relative to base; not Name, not Kids) and
+// returns its index in infos, with its table when it is one; -1 at the
+// end, or with err when the arguments are cut short or run on. Bits are
+// packed only for method arguments.
+func (w *argWalk) next(base int, f *decode.Field) (i int, table Table, err error) {
+	r := &w.r
+	for ; w.i < len(w.infos); w.i++ {
+		if !w.props || w.flags&(1<<(15-w.i)) != 0 {
+			break
 		}
-		f := &decode.Field{Key: a.Name, Name: argField(prefix, a), Encoding: a.Domain.String()}
-		if a.Domain == DomainBit && present == nil {
-			if bitPos == 8 {
-				bitOff = r.off
-				bits = r.octet()
-				bitPos = 0
-			}
-			f.Value = bits&(1<<bitPos) != 0
-			f.Offset, f.Length = base+bitOff, 1
-			bitPos++
-			if r.short {
-				return out, truncatedAt("arguments", len(b))
-			}
-			out = append(out, f)
-			continue
+	}
+	if w.i == len(w.infos) {
+		if r.off != len(r.b) {
+			return -1, nil, trailing("arguments", r.off, len(r.b))
 		}
-		bitPos = 8
-		start := r.off
-		switch a.Domain {
-		case DomainBit, DomainOctet:
-			f.Value = uint64(r.octet())
-		case DomainShort:
-			f.Value = uint64(r.short16())
-		case DomainLong:
-			f.Value = uint64(r.long32())
-		case DomainLonglong:
-			f.Value = r.longlong()
-		case DomainTimestamp:
-			if v := r.longlong(); !r.short {
-				f.Value = unixTime(v)
-			}
-		case DomainShortstr:
-			if s := r.shortstr(); !r.short {
-				f.Value = string(s)
-			}
-		case DomainLongstr:
-			if s := r.longstr(); !r.short {
+		return -1, nil, nil
+	}
+	i = w.i
+	w.i++
+	a := &w.infos[i]
+	if w.want != "" && a.Wireshark != w.want {
+		return i, nil, w.skip(a)
+	}
+	*f = decode.Field{Key: a.Name, Encoding: a.Domain.String()}
+	if a.Domain == DomainBit && !w.props {
+		if w.bitPos == 8 {
+			w.bitOff = r.off
+			w.bits = r.octet()
+			w.bitPos = 0
+		}
+		f.Value = w.bits&(1<<w.bitPos) != 0
+		f.Offset, f.Length = base+w.bitOff, 1
+		w.bitPos++
+		if r.short {
+			return -1, nil, truncatedAt("arguments", len(r.b))
+		}
+		return i, nil, nil
+	}
+	w.bitPos = 8
+	start := r.off
+	switch a.Domain {
+	case DomainBit, DomainOctet:
+		f.Value = uint64(r.octet())
+	case DomainShort:
+		f.Value = uint64(r.short16())
+	case DomainLong:
+		f.Value = uint64(r.long32())
+	case DomainLonglong:
+		f.Value = r.longlong()
+	case DomainTimestamp:
+		if v := r.longlong(); !r.short {
+			f.Value = unixTime(v)
+		}
+	case DomainShortstr:
+		if s := r.shortstr(); !r.short {
+			f.Value = w.str(s)
+		}
+	case DomainLongstr:
+		if s := r.longstr(); !r.short {
+			if w.want != "" && !printable(s) {
+				f.Value = s // a lookup's value may share the unit's bytes
+			} else if w.want != "" {
+				f.Value = w.str(s)
+			} else {
 				f.Value = textOrBytes(s)
 			}
-		case DomainTable:
-			t := r.table()
-			if r.short {
-				break
-			}
+		}
+	case DomainTable:
+		if t := r.table(); !r.short {
 			f.Kind = decode.KindMap
-			f.Kids = dissectTable(t, base+start+4, f.Name, 0)
+			table = t
 		}
-		if r.short {
-			return out, truncatedAt("arguments", len(b))
+	}
+	if r.short {
+		return -1, nil, truncatedAt("arguments", len(r.b))
+	}
+	f.Offset, f.Length = base+start, r.off-start
+	return i, table, nil
+}
+
+// str returns s as a string: a copy for a tree, which outlives the walk,
+// and for a lookup (want set) the unit's own bytes, which are never
+// modified once the unit is emitted and live as long as the unit.
+func (w *argWalk) str(s []byte) string {
+	if w.want != "" {
+		return unsafe.String(unsafe.SliceData(s), len(s))
+	}
+	return string(s)
+}
+
+// skip steps over the value of argument a, as next would decode it.
+func (w *argWalk) skip(a *ArgInfo) error {
+	r := &w.r
+	if a.Domain == DomainBit && !w.props {
+		if w.bitPos == 8 {
+			w.bitOff = r.off
+			w.bits = r.octet()
+			w.bitPos = 0
 		}
-		f.Offset, f.Length = base+start, r.off-start
+		w.bitPos++
+	} else {
+		w.bitPos = 8
+		switch a.Domain {
+		case DomainBit, DomainOctet:
+			r.octet()
+		case DomainShort:
+			r.short16()
+		case DomainLong:
+			r.long32()
+		case DomainLonglong, DomainTimestamp:
+			r.longlong()
+		case DomainShortstr:
+			r.shortstr()
+		case DomainLongstr:
+			r.longstr()
+		case DomainTable:
+			r.table()
+		}
+	}
+	if r.short {
+		return truncatedAt("arguments", len(r.b))
+	}
+	return nil
+}
+
+// dissectArgs returns one field per encoded argument (or property)
+// described by infos, with its range; base is the offset of b in
+// Unit.Raw.
+func dissectArgs(w argWalk, base int, prefix string) ([]*decode.Field, error) {
+	infos := w.infos
+	var out []*decode.Field
+	for {
+		f := new(decode.Field)
+		i, table, err := w.next(base, f)
+		if i < 0 {
+			return out, err
+		}
+		f.Name = argField(prefix, &infos[i])
+		if table != nil {
+			f.Kids = dissectTable(table, f.Offset+4, f.Name, 0)
+		}
 		out = append(out, f)
 	}
-	if r.off != len(b) {
-		return out, trailing("arguments", r.off, len(b))
-	}
-	return out, nil
 }
 
 // textOrBytes returns s as a string when it is printable UTF-8, else as
@@ -260,7 +360,7 @@ func methodFields(p []byte, base int, secret bool) []*decode.Field {
 	}
 	mf.Display = info.Name[strings.IndexByte(info.Name, '.')+1:] + " (" + strconv.Itoa(int(id)) + ")"
 	nf := &decode.Field{Key: "name", Name: "amqp.method", Value: info.Name, Encoding: "class-id, method-id", Offset: base, Length: 4}
-	args, err := dissectArgs(p[4:], base+4, info.Args, "amqp.method.arguments.", nil)
+	args, err := dissectArgs(newArgWalk(p[4:], info.Args), base+4, "amqp.method.arguments.")
 	af := &decode.Field{Key: "arguments", Name: "amqp.method.arguments", Kind: decode.KindMap,
 		Offset: base + 4, Length: len(p) - 4, Kids: args}
 	if err != nil {
@@ -295,8 +395,7 @@ func headerFields(p []byte, base int) []*decode.Field {
 	for f := flags; f&1 != 0 && off+2 <= len(p); off += 2 {
 		f = binary.BigEndian.Uint16(p[off:])
 	}
-	props, err := dissectArgs(p[off:], base+off, propertyInfos[:], "amqp.method.properties.",
-		func(i int) bool { return flags&(1<<(15-i)) != 0 })
+	props, err := dissectArgs(newPropWalk(p[off:], flags), base+off, "amqp.method.properties.")
 	pf := &decode.Field{Key: "properties", Name: "amqp.header.properties", Kind: decode.KindMap,
 		Offset: base + off, Length: len(p) - off, Kids: props}
 	if err != nil {

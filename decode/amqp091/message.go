@@ -43,7 +43,7 @@ func (m *message) dissect(u *decode.Unit) []*decode.Field {
 		class, id := binary.BigEndian.Uint16(method), binary.BigEndian.Uint16(method[2:])
 		if info := LookupMethod(class, id); info != nil {
 			mf.Add(&decode.Field{Key: "method", Name: "amqp.message.method", Value: info.Name})
-			args, _ := dissectArgs(method[4:], 0, info.Args, "", nil)
+			args, _ := dissectArgs(newArgWalk(method[4:], info.Args), 0, "")
 			mf.Add(&decode.Field{Key: "arguments", Kind: decode.KindMap, Kids: unplace(args)})
 		}
 	}

@@ -3,9 +3,10 @@ package filter
 import "github.com/wiretap-dev/wiretap/decode"
 
 // Match reports whether u passes the filter. A nil filter matches every
-// unit. Virtual fields are read from the unit's header; the field tree is
-// built (u.Fields) at most once per call, and only when a test that needs
-// it is reached. Match is safe for concurrent use.
+// unit. Virtual fields are read from the unit's header; a tree field is
+// looked up through the protocol's finder (decode.Finder) when it can
+// answer, and otherwise the field tree is built (u.Fields), at most once
+// per call and only when a test that needs it is reached. Match is safe for concurrent use.
 func (f *Filter) Match(u *decode.Unit) bool {
 	if f == nil || f.root == nil {
 		return true
@@ -55,6 +56,11 @@ func eval(n *node, c *evalCtx) bool {
 			var v value
 			return virtualValue(c.u, n.virt, 0, &v)
 		}
+		if !c.dissected {
+			if _, ok, handled := c.u.FindField(n.field, 0); handled {
+				return ok
+			}
+		}
 		return exists(c.tree(), n.field)
 	}
 	// nTest: any occurrence decides, or with all, any failing one does;
@@ -71,6 +77,11 @@ func eval(n *node, c *evalCtx) bool {
 		}
 		return found && n.all
 	}
+	if !c.dissected {
+		if r, handled := testFinder(c.u, n); handled {
+			return r
+		}
+	}
 	if done, r := testTree(c.tree(), n, &found); done {
 		return r
 	}
@@ -84,6 +95,28 @@ func exists(fs []*decode.Field, name string) bool {
 		}
 	}
 	return false
+}
+
+// testFinder runs n's test over every occurrence of n.field that the
+// unit's protocol finder gives, without building the tree; handled false
+// means the finder cannot answer and the tree must be searched.
+func testFinder(u *decode.Unit, n *node) (r, handled bool) {
+	found := false
+	for k := 0; ; k++ {
+		f, ok, h := u.FindField(n.field, k)
+		if !h {
+			return false, false
+		}
+		if !ok {
+			return found && n.all, true
+		}
+		found = true
+		var v value
+		v.setField(&f)
+		if test(n, &v) != n.all {
+			return !n.all, true
+		}
+	}
 }
 
 // testTree runs n's test over every occurrence of n.field in fs, depth

@@ -1,0 +1,120 @@
+package amqp091
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// This file answers filter lookups of single fields without building a
+// unit's tree (decode.Finder): a filter such as
+// amqp.method.arguments.routing_key == "orders" then costs a walk of one
+// method's arguments per frame instead of a tree per frame.
+
+func init() { decode.RegisterFinder(decode.ProtoAMQP091, findField) }
+
+const (
+	argsPrefix  = "amqp.method.arguments."
+	propsPrefix = "amqp.method.properties."
+)
+
+// findField is the package's decode.Finder. It answers for well-formed
+// frames (not the protocol header, malformed bytes or redacted units) and
+// for fields whose occurrences it can tell exactly: the frame length,
+// method arguments and content properties that are not tables, and body
+// payloads; everything else on a frame that could hold it is left to the
+// tree.
+func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled bool) {
+	if !strings.HasPrefix(name, "amqp.") {
+		return f, false, true // the trees hold only amqp.* names
+	}
+	raw := u.Raw
+	h, hok := PeekFrameHead(raw)
+	if !hok || !h.Type.Valid() || u.Secret || u.Err() != "" || u.Type == UnitMalformed {
+		return f, false, false
+	}
+	end := min(FrameHeaderSize+int(h.Size), len(raw))
+	payload := raw[FrameHeaderSize:end]
+	switch {
+	case name == "amqp.length":
+		f = decode.Field{Key: "length", Name: name, Value: uint64(h.Size), Encoding: "long", Offset: 3, Length: 4}
+		return f, k == 0, true
+	case strings.HasPrefix(name, argsPrefix):
+		if h.Type != FrameMethod {
+			return f, false, true
+		}
+		if len(payload) < 4 {
+			return f, false, true // the tree holds an error field only
+		}
+		info := LookupMethod(binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:]))
+		if info == nil {
+			return f, false, true
+		}
+		w := newArgWalk(payload[4:], info.Args)
+		return findArg(&w, FrameHeaderSize+4, name, len(argsPrefix), k)
+	case strings.HasPrefix(name, propsPrefix):
+		if h.Type != FrameHeader {
+			return f, false, true
+		}
+		var ch ContentHeader
+		if err := ch.DecodeFromBytes(payload); err != nil && len(payload) < 14 {
+			return f, false, true
+		}
+		flags := binary.BigEndian.Uint16(payload[12:])
+		off := 14
+		for fl := flags; fl&1 != 0 && off+2 <= len(payload); off += 2 {
+			fl = binary.BigEndian.Uint16(payload[off:])
+		}
+		w := newPropWalk(payload[off:], flags)
+		return findArg(&w, FrameHeaderSize+off, name, len(propsPrefix), k)
+	case name == "amqp.payload":
+		if h.Type != FrameBody {
+			return f, false, true
+		}
+		f = decode.Field{Key: "payload", Name: name, Value: payload, Encoding: "bytes", Offset: FrameHeaderSize, Length: len(payload)}
+		return f, k == 0, true
+	case strings.HasPrefix(name, "amqp.method."):
+		return f, false, h.Type != FrameMethod
+	case strings.HasPrefix(name, "amqp.header."):
+		return f, false, h.Type != FrameHeader
+	case strings.HasPrefix(name, "amqp.message."), name == "amqp.message":
+		// Only the frame that completes a message (a header or a body)
+		// carries the message's summary.
+		return f, false, h.Type != FrameHeader && h.Type != FrameBody
+	}
+	return f, false, false
+}
+
+// findArg finds the argument (or property) named name, whose own name
+// starts at name[at:], on w. Tables, and the entries nested in them, are
+// left to the tree.
+func findArg(w *argWalk, base int, name string, at, k int) (f decode.Field, ok, handled bool) {
+	rest := name[at:]
+	has := false
+	for i := range w.infos {
+		a := &w.infos[i]
+		if a.Domain == DomainTable && (a.Wireshark == rest ||
+			strings.HasPrefix(rest, a.Wireshark) && len(rest) > len(a.Wireshark) && rest[len(a.Wireshark)] == '.') {
+			return f, false, false
+		}
+		has = has || a.Wireshark == rest
+	}
+	if !has {
+		return f, false, true
+	}
+	w.want = rest
+	for {
+		i, _, err := w.next(base, &f)
+		if i < 0 || err != nil {
+			return decode.Field{}, false, true // cut short before it: the tree lacks it too
+		}
+		if w.infos[i].Wireshark == rest {
+			if k == 0 {
+				f.Name = name
+				return f, true, true
+			}
+			k--
+		}
+	}
+}

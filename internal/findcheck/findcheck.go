@@ -1,0 +1,86 @@
+// Package findcheck checks a protocol's decode.Finder against the field
+// trees it stands in for; the protocols' tests and fuzz targets use it.
+package findcheck
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// Names returns the names to look up on u: every name in its tree, every
+// registered field name, and a few that no tree holds.
+func Names(tree []*decode.Field) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	decode.Walk(tree, func(f *decode.Field) bool { add(f.Name); return true })
+	for _, n := range decode.FieldNames() {
+		add(n.Name)
+	}
+	for _, n := range []string{"amqp.", "amqp.method.arguments.", "amqp.method.arguments.nope",
+		"amqp.method.properties.headers.x", "pgsql.", "pgsql.nope", "nope"} {
+		add(n)
+	}
+	return out
+}
+
+// Check looks up every name of Names on u and reports the first
+// occurrence where a handled lookup disagrees with the tree.
+func Check(u *decode.Unit) error {
+	tree := u.Fields()
+	for _, name := range Names(tree) {
+		var want []*decode.Field
+		decode.Walk(tree, func(f *decode.Field) bool {
+			if f.Name == name {
+				want = append(want, f)
+			}
+			return true
+		})
+		for k := 0; k <= len(want); k++ {
+			got, ok, handled := u.FindField(name, k)
+			if !handled {
+				break
+			}
+			if k == len(want) {
+				if ok {
+					return fmt.Errorf("unit %d (%s): %s occurrence %d found, the tree has %d: %+v", u.N, u.Type, name, k, len(want), got)
+				}
+				break
+			}
+			if !ok {
+				return fmt.Errorf("unit %d (%s): %s occurrence %d not found, the tree has %d", u.N, u.Type, name, k, len(want))
+			}
+			if err := same(&got, want[k]); err != nil {
+				return fmt.Errorf("unit %d (%s): %s occurrence %d: %v", u.N, u.Type, name, k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func same(got, want *decode.Field) error {
+	if got.Key != want.Key || got.Name != want.Name || got.Display != want.Display || got.Encoding != want.Encoding ||
+		got.Offset != want.Offset || got.Length != want.Length || got.Kind != want.Kind {
+		return fmt.Errorf("finder gives %+v, tree %+v", *got, *want)
+	}
+	gb, gok := got.Value.([]byte)
+	wb, wok := want.Value.([]byte)
+	if gok || wok {
+		if gok != wok || !bytes.Equal(gb, wb) {
+			return fmt.Errorf("finder value %#v, tree %#v", got.Value, want.Value)
+		}
+		return nil
+	}
+	if !reflect.DeepEqual(got.Value, want.Value) {
+		return fmt.Errorf("finder value %#v, tree %#v", got.Value, want.Value)
+	}
+	return nil
+}
