@@ -29,7 +29,8 @@
 #   million units: testdata/large/amqp091-pika-x5650.pcapng, the same made
 #   with 5650 copies (1,000,050 units).
 #
-# --md FILE writes the tables as Markdown too. Environment: WIRETAP (the
+# --latency-only skips the side by side runs and measures only the
+# keypress latency. --md FILE writes the tables as Markdown too. Environment: WIRETAP (the
 # binary; default bin/wiretap, built when missing or older than the sources).
 set -euo pipefail
 
@@ -37,6 +38,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUNS=3
 KEYS=30
 MD=
+LATENCY_ONLY=
 FILE=
 COLS=160
 ROWS=48
@@ -45,6 +47,7 @@ while [[ $# -gt 0 ]]; do
 	-n) RUNS=$2; shift 2 ;;
 	-k) KEYS=$2; shift 2 ;;
 	--md) MD=$2; shift 2 ;;
+	--latency-only) LATENCY_ONLY=1; shift ;;
 	-h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "tui-vs-termshark: unknown flag $1" >&2; exit 2 ;;
 	*) FILE=$1; shift ;;
@@ -216,6 +219,7 @@ log "comparison capture: $FILE ($FILE_PACKETS packets, $FILE_UNITS units, $FILE_
 
 declare -A R
 for tool in wiretap termshark; do
+	[[ -n $LATENCY_ONLY ]] && break
 	: >"$RES/$tool"
 	for ((i = 1; i <= RUNS; i++)); do
 		if [[ $tool == wiretap ]]; then
@@ -318,7 +322,7 @@ done)
 tm send-keys -t m Escape
 nap 0.5
 
-for f in "$EXPR" 'frame.len > 1000' 'amqp.channel == 2 && !(amqp.method == "basic.ack")'; do
+for f in "$EXPR" 'frame.len > 1000' 'amqp.channel == 2 && !(amqp.method == "basic.ack")' 'amqp.method.arguments.routing_key == "k1"'; do
 	out=$(for ((i = 0; i < RUNS; i++)); do
 		tm send-keys -t m /
 		nap 0.2
@@ -364,7 +368,7 @@ BIG_HWM=$(awk '/^VmHWM/ {print $2}' /proc/"$PANE_PID"/status)
 tm kill-server 2>/dev/null || true
 
 table() {
-	cat <<EOF
+	[[ -z $LATENCY_ONLY ]] && cat <<EOF
 Comparison capture: $(basename "$FILE") — $FILE_PACKETS packets, $FILE_UNITS AMQP 0-9-1 frames (units), $FILE_SIZE; $HOW.
 Terminal: tmux $COLS x $ROWS, TERM=xterm-256color; $(nproc) CPUs shared; median of $RUNS runs.
 
@@ -375,6 +379,8 @@ Terminal: tmux $COLS x $ROWS, TERM=xterm-256color; $(nproc) CPUs shared; median 
 | peak RSS (process tree, sampled) | $(mib "${R[wiretap.peak]}") MiB | $(mib "${R[termshark.peak]}") MiB | $(ratio "${R[termshark.peak]}" "${R[wiretap.peak]}") |
 | VmHWM of the main process | $(mib "${R[wiretap.hwm]}") MiB | $(mib "${R[termshark.hwm]}") MiB (termshark alone, without tshark) | |
 
+EOF
+	cat <<EOF
 Keypress latency, wiretap on $(basename "$BIG") ($BIG_UNITS units; VmHWM $(mib "$BIG_HWM") MiB), key sent until the screen changed:
 
 | key | median | p95 | max |

@@ -93,14 +93,33 @@ func (m *Model) openStats() tea.Cmd {
 	m.layout()
 	m.stats.SetComputing(true)
 	units, conns, width := m.st.Snapshot(), m.st.Conns(), stats.ChartWidth(m.w-2)
+	notes := m.connNotes()
 	return func() tea.Msg {
-		return statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)]}
+		return statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)], notes}
 	}
+}
+
+// connNotes copies the connections' reports (compression ratios, TLS,
+// deliveries left open). Decoders write them when a connection ends, on
+// the source's goroutine, so they are read only once the source has
+// closed its channel; a live source's notes show when it stops.
+func (m *Model) connNotes() []stats.Note {
+	if !m.done {
+		return nil
+	}
+	var out []stats.Note
+	for _, c := range m.st.Conns() {
+		for _, n := range c.Notes {
+			out = append(out, stats.Note{Conn: c.ID, Text: n})
+		}
+	}
+	return out
 }
 
 type statsMsg struct {
 	st    store.Stats
 	conns []*decode.Conn
+	notes []stats.Note
 }
 
 func (m *Model) barApplied(msg filterbar.AppliedMsg) tea.Cmd {

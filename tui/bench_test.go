@@ -6,7 +6,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/pipeline"
 	"github.com/wiretap-dev/wiretap/tui/internal/fake"
 )
 
@@ -136,6 +138,78 @@ func benchFilter(b *testing.B, first bool) {
 				_ = d.m.Render()
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
+		})
+	}
+}
+
+var (
+	realOnce  sync.Once
+	realUnits []*decode.Unit
+)
+
+// realMillion returns a million units decoded by the real pipeline: the
+// units of testdata/amqp091-pika.pcapng (a pika session against RabbitMQ
+// 3.10) repeated, numbered in order, so filters run the real finders and
+// dissectors (fake units carry fake trees).
+func realMillion(b *testing.B) []*decode.Unit {
+	realOnce.Do(func() {
+		var one []*decode.Unit
+		p := pipeline.New(pipeline.Config{Sink: func(u *decode.Unit) { one = append(one, u) }})
+		if _, err := capture.ReadFile("../testdata/amqp091-pika.pcapng", p, nil); err != nil {
+			b.Fatal(err)
+		}
+		p.Finish()
+		realUnits = make([]*decode.Unit, 0, million+len(one))
+		slab := make([]decode.Unit, million+len(one))
+		for len(realUnits) < million {
+			for _, u := range one {
+				c := &slab[len(realUnits)]
+				*c = *u
+				c.N = len(realUnits) + 1
+				realUnits = append(realUnits, c)
+			}
+		}
+	})
+	return realUnits
+}
+
+// BenchmarkFilterReal is BenchmarkFilterComplete on a million real units:
+// one keypress changing a valid filter, up to every match found.
+func BenchmarkFilterReal(b *testing.B) {
+	units := realMillion(b)
+	for _, c := range []struct{ name, expr string }{
+		{"method", `amqp.method == "basic.publish"`},
+		{"len", `frame.len > 1000`},
+		{"routing_key", `amqp.method.arguments.routing_key == "k1"`},
+		{"header", `amqp.header.body-size > 10`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var m tea.Model = New(Options{Title: "bench"})
+			nm := m.(Model)
+			nm.driven = true
+			m, _ = nm.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
+			m, _ = m.Update(unitsMsg{batches: [][]*decode.Unit{units}, closed: true})
+			d := &driver{t: b, m: m.(Model)}
+			d.keys("/")
+			d.typeText(c.expr)
+			if d.m.flt.expr != c.expr {
+				b.Fatalf("%q does not compile: %v", c.expr, d.m.bar.Err())
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					d.keys("space")
+				} else {
+					d.keys("backspace")
+				}
+				_ = d.m.Render()
+			}
+			b.StopTimer()
+			if len(d.m.flt.rows) == 0 {
+				b.Fatal("no rows")
+			}
 			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
 		})
 	}

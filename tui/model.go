@@ -154,6 +154,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.exportDone(msg)
 	case statsMsg:
 		m.stats.SetStats(msg.st, msg.conns)
+		m.stats.SetNotes(msg.notes, m.done)
 	case filterbar.ChangedMsg:
 		cmd = m.setFilter(msg.Expr, msg.Match)
 	case filterbar.AppliedMsg:

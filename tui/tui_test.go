@@ -14,7 +14,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/pipeline"
 	"github.com/wiretap-dev/wiretap/tui/internal/fake"
 	"github.com/wiretap-dev/wiretap/tui/store"
 )
@@ -613,4 +615,37 @@ func TestFilterProgressShown(t *testing.T) {
 	if d.m.units.Len() != firstScreen {
 		t.Fatalf("first result %d rows", d.m.units.Len())
 	}
+}
+
+// TestStatsConnectionNotes decodes a real zstd-compressed libpq session
+// and checks the statistics view shows the connection's compression
+// report, and that a source still running says when notes come.
+func TestStatsConnectionNotes(t *testing.T) {
+	var units []*decode.Unit
+	p := pipeline.New(pipeline.Config{Sink: func(u *decode.Unit) { units = append(units, u) }})
+	if _, err := capture.ReadFile("../testdata/pgsql-libpq-zstd.pcapng", p, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Finish()
+	var note string
+	for _, c := range p.Conns() {
+		for _, n := range c.Notes {
+			if strings.HasPrefix(n, "pgsql compression") {
+				note = n
+			}
+		}
+	}
+	if note == "" {
+		t.Fatal("the capture's connection has no compression note")
+	}
+
+	d := newDriver(t, Options{Title: "x"}, 200, 120)
+	d.feed(units, false)
+	d.keys("S")
+	d.contains("Connection notes", "shown when the source ends")
+
+	d = newDriver(t, Options{Title: "x"}, 200, 120)
+	d.feed(units, true)
+	d.keys("S")
+	d.contains("Connection notes", "conn 1: "+note[:40])
 }

@@ -378,30 +378,61 @@ func headerFields(p []byte, base int) []*decode.Field {
 	if err := h.DecodeFromBytes(p); err != nil && len(p) < 14 {
 		return []*decode.Field{{Key: "error", Value: err.Error()}}
 	}
-	class := binary.BigEndian.Uint16(p)
-	cf := &decode.Field{Key: "class", Name: "amqp.header.class", Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
-	if n := className(class); n != "" {
-		cf.Display = n + " (" + strconv.Itoa(int(class)) + ")"
+	var fs []*decode.Field
+	for i := range headerFieldCount {
+		f := headerField(p, base, i)
+		fs = append(fs, &f)
 	}
+	pf := fs[len(fs)-1]
 	flags := binary.BigEndian.Uint16(p[12:])
-	fs := []*decode.Field{
-		cf,
-		{Key: "weight", Name: "amqp.header.weight", Value: uint64(binary.BigEndian.Uint16(p[2:])), Encoding: "short", Offset: base + 2, Length: 2},
-		{Key: "body-size", Name: "amqp.header.body-size", Value: binary.BigEndian.Uint64(p[4:]), Encoding: "longlong", Offset: base + 4, Length: 8},
-		{Key: "property-flags", Name: "amqp.header.property-flags", Value: uint64(flags), Display: "0x" + hexByte(byte(flags>>8)) + hexByte(byte(flags)),
-			Encoding: "short", Offset: base + 12, Length: 2},
-	}
-	off := 14
-	for f := flags; f&1 != 0 && off+2 <= len(p); off += 2 {
-		f = binary.BigEndian.Uint16(p[off:])
-	}
-	props, err := dissectArgs(newPropWalk(p[off:], flags), base+off, "amqp.method.properties.")
-	pf := &decode.Field{Key: "properties", Name: "amqp.header.properties", Kind: decode.KindMap,
-		Offset: base + off, Length: len(p) - off, Kids: props}
+	props, err := dissectArgs(newPropWalk(p[pf.Offset-base:], flags), pf.Offset, "amqp.method.properties.")
+	pf.Kids = props
 	if err != nil {
 		pf.Kids = append(pf.Kids, &decode.Field{Key: "error", Value: err.Error()})
 	}
-	return append(fs, pf)
+	return fs
+}
+
+// The fields of a content header's fixed part, in tree order; the last is
+// the properties group (without its kids).
+var headerFieldNames = [...]string{"amqp.header.class", "amqp.header.weight", "amqp.header.body-size",
+	"amqp.header.property-flags", "amqp.header.properties"}
+
+const headerFieldCount = len(headerFieldNames)
+
+// headerField returns field i of headerFieldNames of a content header
+// payload p (at least 14 bytes) at offset base of the unit.
+func headerField(p []byte, base, i int) decode.Field {
+	switch i {
+	case 0:
+		class := binary.BigEndian.Uint16(p)
+		f := decode.Field{Key: "class", Name: headerFieldNames[i], Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
+		if n := className(class); n != "" {
+			f.Display = n + " (" + strconv.Itoa(int(class)) + ")"
+		}
+		return f
+	case 1:
+		return decode.Field{Key: "weight", Name: headerFieldNames[i], Value: uint64(binary.BigEndian.Uint16(p[2:])), Encoding: "short", Offset: base + 2, Length: 2}
+	case 2:
+		return decode.Field{Key: "body-size", Name: headerFieldNames[i], Value: binary.BigEndian.Uint64(p[4:]), Encoding: "longlong", Offset: base + 4, Length: 8}
+	case 3:
+		flags := binary.BigEndian.Uint16(p[12:])
+		return decode.Field{Key: "property-flags", Name: headerFieldNames[i], Value: uint64(flags),
+			Display: "0x" + hexByte(byte(flags>>8)) + hexByte(byte(flags)), Encoding: "short", Offset: base + 12, Length: 2}
+	}
+	off := propertiesOffset(p)
+	return decode.Field{Key: "properties", Name: headerFieldNames[i], Kind: decode.KindMap, Offset: base + off, Length: len(p) - off}
+}
+
+// propertiesOffset returns where a content header payload's property
+// values start: after the property flags, which continue into another
+// 16-bit word while the lowest bit is set.
+func propertiesOffset(p []byte) int {
+	off := 14
+	for f := binary.BigEndian.Uint16(p[12:]); f&1 != 0 && off+2 <= len(p); off += 2 {
+		f = binary.BigEndian.Uint16(p[off:])
+	}
+	return off
 }
 
 // redactFields replaces secrets in a method's argument fields.

@@ -30,8 +30,12 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		return f, false, true // the trees hold only amqp.* names
 	}
 	raw := u.Raw
+	if u.Type == UnitProtocolHeader && u.Err() == "" {
+		// Its tree holds the amqp.init.* fields only.
+		return f, false, !strings.HasPrefix(name, "amqp.init.")
+	}
 	h, hok := PeekFrameHead(raw)
-	if !hok || !h.Type.Valid() || u.Secret || u.Err() != "" || u.Type == UnitMalformed {
+	if !hok || !h.Type.Valid() || u.Err() != "" || u.Type == UnitMalformed {
 		return f, false, false
 	}
 	end := min(FrameHeaderSize+int(h.Size), len(raw))
@@ -51,22 +55,20 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		if info == nil {
 			return f, false, true
 		}
+		if u.Secret && isSecretArg(info, argKey(info, name[len(argsPrefix):])) {
+			return f, false, false // the tree shows it redacted
+		}
 		w := newArgWalk(payload[4:], info.Args)
 		return findArg(&w, FrameHeaderSize+4, name, len(argsPrefix), k)
 	case strings.HasPrefix(name, propsPrefix):
 		if h.Type != FrameHeader {
 			return f, false, true
 		}
-		var ch ContentHeader
-		if err := ch.DecodeFromBytes(payload); err != nil && len(payload) < 14 {
-			return f, false, true
+		if len(payload) < 14 {
+			return f, false, true // the tree holds an error field only
 		}
-		flags := binary.BigEndian.Uint16(payload[12:])
-		off := 14
-		for fl := flags; fl&1 != 0 && off+2 <= len(payload); off += 2 {
-			fl = binary.BigEndian.Uint16(payload[off:])
-		}
-		w := newPropWalk(payload[off:], flags)
+		off := propertiesOffset(payload)
+		w := newPropWalk(payload[off:], binary.BigEndian.Uint16(payload[12:]))
 		return findArg(&w, FrameHeaderSize+off, name, len(propsPrefix), k)
 	case name == "amqp.payload":
 		if h.Type != FrameBody {
@@ -77,13 +79,32 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 	case strings.HasPrefix(name, "amqp.method."):
 		return f, false, h.Type != FrameMethod
 	case strings.HasPrefix(name, "amqp.header."):
-		return f, false, h.Type != FrameHeader
+		if h.Type != FrameHeader || len(payload) < 14 || k > 0 {
+			return f, false, true
+		}
+		for i, n := range headerFieldNames {
+			if n == name {
+				return headerField(payload, FrameHeaderSize, i), true, true
+			}
+		}
+		return f, false, true
 	case strings.HasPrefix(name, "amqp.message."), name == "amqp.message":
 		// Only the frame that completes a message (a header or a body)
 		// carries the message's summary.
 		return f, false, h.Type != FrameHeader && h.Type != FrameBody
 	}
 	return f, false, false
+}
+
+// argKey returns the spec name of info's argument whose Wireshark name is
+// ws, or "".
+func argKey(info *MethodInfo, ws string) string {
+	for i := range info.Args {
+		if info.Args[i].Wireshark == ws {
+			return info.Args[i].Name
+		}
+	}
+	return ""
 }
 
 // findArg finds the argument (or property) named name, whose own name

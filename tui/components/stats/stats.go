@@ -28,6 +28,8 @@ type Model struct {
 
 	stats     store.Stats
 	conns     []*decode.Conn
+	notes     []Note
+	ended     bool
 	computing bool
 	lines     []string
 	offset    int
@@ -50,6 +52,20 @@ func (m *Model) SetSize(w, h int) {
 // as st.PerConn.
 func (m *Model) SetStats(st store.Stats, conns []*decode.Conn) {
 	m.stats, m.conns, m.computing = st, conns, false
+	m.render()
+}
+
+// Note is a connection's report (decode.Conn.Notes): a compression ratio,
+// a TLS switch, deliveries left unsettled.
+type Note struct {
+	Conn int // connection ID
+	Text string
+}
+
+// SetNotes shows the connections' reports; ended says the source has
+// ended (a live source's connections report when it stops).
+func (m *Model) SetNotes(notes []Note, ended bool) {
+	m.notes, m.ended = notes, ended
 	m.render()
 }
 
@@ -122,6 +138,17 @@ func (m *Model) render() {
 		c := m.conns[i]
 		add("")
 		add(m.histogram("conn "+strconv.Itoa(c.ID)+" "+c.Proto.String()+" "+c.Client.String()+" → "+c.Server.String(), lat)...)
+	}
+	add("", sy.HelpSection.Render("Connection notes"))
+	switch {
+	case len(m.notes) > 0:
+		for _, n := range m.notes {
+			add("  conn " + strconv.Itoa(n.Conn) + ": " + text.OneLine(n.Text))
+		}
+	case m.ended:
+		add(sy.Dim.Render("  none"))
+	default:
+		add(sy.Dim.Render("  shown when the source ends (decoders report at connection end)"))
 	}
 	m.lines = l
 	m.offset = max(0, min(m.offset, len(l)-m.h))
