@@ -100,8 +100,9 @@ func BenchmarkPageKeypress(b *testing.B) {
 
 // BenchmarkFilterKeypress measures one keypress in the filter bar that
 // changes a valid filter over a million units, up to the frame showing
-// the first screenful of matches (the scan of the rest goes on in the
-// background and the next keypress cancels it).
+// the first run's matches: a screenful, or what the first 64Ki units
+// hold (the scan of the rest goes on in the background and the next
+// keypress cancels it).
 func BenchmarkFilterKeypress(b *testing.B) { benchFilter(b, true) }
 
 // BenchmarkFilterComplete is BenchmarkFilterKeypress up to the end of the
@@ -132,7 +133,7 @@ func benchFilter(b *testing.B, first bool) {
 				} else {
 					d.keys("backspace")
 				}
-				if d.m.units.Len() == 0 {
+				if !first && d.m.units.Len() == 0 {
 					b.Fatal("no rows")
 				}
 				_ = d.m.Render()

@@ -198,8 +198,14 @@ func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
 }
 
 // firstScreen is how many matches the first run of a new filter looks for
-// before it reports, so the list shows them while the rest is scanned.
-const firstScreen = 256
+// before it reports, so the list shows them while the rest is scanned;
+// firstScreenUnits bounds the units that run looks at, so that a rare
+// match does not keep a whole capture on one goroutine: the rest is
+// scanned by every processor.
+const (
+	firstScreen      = 256
+	firstScreenUnits = 1 << 16
+)
 
 // scan starts a background run over units [from, Len()), stopping early
 // after limit matches when limit > 0.
@@ -222,6 +228,9 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 			rows, err := store.ScanAll(ctx, units, from, match, progress)
 			return filterDoneMsg{gen: gen, from: from, upto: int32(len(units)), rows: rows, err: err}
 		}
+	}
+	if limit > 0 {
+		units = units[:min(len(units), int(from)+firstScreenUnits)]
 	}
 	return func() tea.Msg {
 		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, progress)
