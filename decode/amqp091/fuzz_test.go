@@ -1,6 +1,7 @@
 package amqp091
 
 import (
+	"github.com/wiretap-dev/wiretap/internal/findcheck"
 	"reflect"
 	"testing"
 
@@ -118,6 +119,9 @@ func FuzzDecoder(f *testing.F) {
 				}
 				return true
 			})
+			if err := findcheck.Check(u); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
