@@ -80,6 +80,14 @@ func TestTUIOpenFilterHelpQuit(t *testing.T) {
 	}
 	s.keys("Escape")
 	s.waitFor("the units again after the help", func(sc string) bool { return showsPrefixOf(unitRows(sc), want) })
+	// The terminal input is read through tui/internal/ttyin, which turns a
+	// lone ESC into the Escape key at once: sequences that start with ESC
+	// (arrows here) must still arrive whole.
+	s.keys("Down")
+	s.waitFor("the second match selected after Down", func(sc string) bool {
+		r, ok := selected(unitRows(sc))
+		return ok && r.no == want[1]
+	})
 
 	s.keys("q")
 	if status := s.waitExit(); status != 0 {
