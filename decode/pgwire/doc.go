@@ -20,7 +20,10 @@
 //     CompressedMessages with a streaming context per connection, redacts
 //     secrets, and resynchronises after gaps;
 //   - field trees with Wireshark's pgsql.* names, built lazily by
-//     [decode.Unit.Fields].
+//     [decode.Unit.Fields], and a [decode.Finder] that answers a filter's
+//     lookup of one field (pgsql.query, pgsql.tag, the error fields, ...)
+//     without building the tree, and tells at once from the type byte
+//     that a message cannot hold it.
 //
 // Sub-packages: pqtrace prints units exactly as libpq's PQtrace does;
 // compsim estimates and produces compressed backend streams.

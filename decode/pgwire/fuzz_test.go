@@ -11,10 +11,12 @@ import (
 	"github.com/wiretap-dev/wiretap/decode/pgwire"
 	"github.com/wiretap-dev/wiretap/decode/pgwire/compsim"
 	"github.com/wiretap-dev/wiretap/decode/pgwire/pqtrace"
+	"github.com/wiretap-dev/wiretap/internal/findcheck"
 )
 
 // exercise feeds data to one direction in two pieces, builds every unit's
-// field tree and trace line, and checks the invariants every unit keeps.
+// field tree and trace line, and checks the invariants every unit keeps,
+// including that the package's decode.Finder agrees with the trees.
 func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 	opt := decode.DefaultOptions()
 	opt.MaxFrame = 1 << 20
@@ -36,9 +38,17 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 	d.End(decode.DirF, now)
 	d.End(decode.DirB, now)
 	var line []byte
-	for _, u := range units {
+	// findcheck.Check looks up every field name on a unit: on inputs that
+	// inflate to thousands of units, a spread of them is checked.
+	step := max(1, len(units)/maxFindChecks)
+	for i, u := range units {
 		if u.Len < len(u.Raw) {
 			t.Fatalf("unit %s: Len %d < len(Raw) %d", u.Type, u.Len, len(u.Raw))
+		}
+		if i%step == 0 {
+			if err := findcheck.Check(u); err != nil {
+				t.Fatal(err)
+			}
 		}
 		decode.Walk(u.Fields(), func(f *decode.Field) bool {
 			if f.Length > 0 && (f.Offset < 0 || f.Offset+f.Length > len(u.Raw)) {
@@ -50,6 +60,10 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 		line = pqtrace.AppendUnit(line[:0], u, pqtrace.Options{Libpq15: true})
 	}
 }
+
+// maxFindChecks bounds how many units of one fuzz input exercise checks
+// against the finder.
+const maxFindChecks = 256
 
 var startupSeed = startup("user", "fuzz", "database", "db")
 
