@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/internal/findcheck"
 )
 
 // FuzzScan feeds arbitrary bytes to the type decoder: Scan, item
@@ -46,8 +47,10 @@ func FuzzScan(f *testing.F) {
 
 // FuzzDecoder drives the frame and transfer state machine: the input is
 // split between the two directions at split and fed in chunks of chunk
-// bytes; every unit's field tree is built.
+// bytes; every unit's field tree is built and the finder checked against
+// it.
 func FuzzDecoder(f *testing.F) {
+	registerKnownNames()
 	hdr := []byte("AMQP\x00\x01\x00\x00")
 	msg, _ := buildMessage(Adler32, false, section{DescriptorProperties, AppendList(nil, AppendString(nil, "id"))}, section{DescriptorData, AppendBinary(nil, make([]byte, 40))})
 	multi := append(append(append([]byte{}, hdr...), transferFrame(0, 0, 1, true, msg[:20])...), transferFrame(0, 0, 1, false, msg[20:])...)
@@ -101,6 +104,10 @@ func FuzzDecoder(f *testing.F) {
 						t.Fatalf("%s: amqp.checksum covers bytes summing to %#x, actual %#x", u.Summary, got, ck.Actual)
 					}
 				}
+			}
+			// Every lookup the finder answers agrees with the tree.
+			if err := findcheck.Check(u); err != nil {
+				t.Fatal(err)
 			}
 		}
 		imm.Summary()
