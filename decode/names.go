@@ -10,6 +10,10 @@ type FieldName struct {
 	Name  string // "amqp.method.arguments.routing_key"
 	Proto Proto
 	Doc   string // one short line
+	// Open says the field is a table whose entries are named by the
+	// traffic (AMQP headers, arguments, client properties): any name
+	// under it (amqp.method.properties.headers.x-trace-id) is valid.
+	Open bool
 }
 
 var (

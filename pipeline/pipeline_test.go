@@ -216,14 +216,21 @@ func TestFindersAgreeWithTrees(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no captures in ../testdata")
 	}
-	handled := map[decode.Proto]int{}
+	// A field each protocol's finder must answer (found, without the tree)
+	// on some unit, or the agreement would be checked on nothing.
+	probe := map[decode.Proto]string{
+		decode.ProtoAMQP091: "amqp.method.arguments.routing_key",
+		decode.ProtoAMQP10:  "amqp.performative.arguments.deliveryId",
+		decode.ProtoPgSQL:   "pgsql.query",
+	}
+	answered := map[decode.Proto]int{}
 	for _, path := range files {
 		p := New(Config{Sink: func(u *decode.Unit) {
 			if err := findcheck.Check(u); err != nil {
 				t.Errorf("%s: %v", filepath.Base(path), err)
 			}
-			if _, _, h := u.FindField("amqp.method.arguments.routing_key", 0); h {
-				handled[u.Proto]++
+			if _, ok, h := u.FindField(probe[u.Proto], 0); ok && h {
+				answered[u.Proto]++
 			}
 		}})
 		if _, err := capture.ReadFile(path, p, nil); err != nil {
@@ -232,9 +239,11 @@ func TestFindersAgreeWithTrees(t *testing.T) {
 		p.Finish()
 	}
 	// The finders must actually answer, or the test checks nothing.
-	for _, proto := range []decode.Proto{decode.ProtoAMQP091} {
-		if handled[proto] == 0 {
-			t.Errorf("no %s unit had a lookup answered by its finder", proto)
+	for proto, name := range probe {
+		if answered[proto] == 0 {
+			t.Errorf("no %s unit had %s answered by its finder", proto, name)
+		} else {
+			t.Logf("%s: %s answered on %d units", proto, name, answered[proto])
 		}
 	}
 }

@@ -2,6 +2,7 @@ package amqp091
 
 import (
 	"encoding/binary"
+	"reflect"
 	"strings"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -13,6 +14,16 @@ import (
 // method's arguments per frame instead of a tree per frame.
 
 func init() { decode.RegisterFinder(decode.ProtoAMQP091, findField) }
+
+// The dissectors this finder stands in for, by code pointer: frames,
+// frames completing a message (a method value: one wrapper for every
+// message) and the protocol header. Units whose trees are built otherwise
+// (malformed bytes, or another package's units) go to the tree.
+var (
+	pcFrame          = reflect.ValueOf(dissectFrame).Pointer()
+	pcMessage        = reflect.ValueOf((*message)(nil).dissect).Pointer()
+	pcProtocolHeader = reflect.ValueOf(dissectProtocolHeader).Pointer()
+)
 
 const (
 	argsPrefix  = "amqp.method.arguments."
@@ -26,11 +37,15 @@ const (
 // payloads; everything else on a frame that could hold it is left to the
 // tree.
 func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled bool) {
+	pc := reflect.ValueOf(u.Dissect).Pointer()
+	if pc != pcFrame && pc != pcMessage && pc != pcProtocolHeader {
+		return f, false, false // a tree this finder does not know the shape of
+	}
 	if !strings.HasPrefix(name, "amqp.") {
 		return f, false, true // the trees hold only amqp.* names
 	}
 	raw := u.Raw
-	if u.Type == UnitProtocolHeader && u.Err() == "" {
+	if pc == pcProtocolHeader {
 		// Its tree holds the amqp.init.* fields only.
 		return f, false, !strings.HasPrefix(name, "amqp.init.")
 	}

@@ -34,12 +34,14 @@ func init() {
 			name := "amqp.method.arguments." + a.Wireshark
 			if !seen[name] {
 				seen[name] = true
-				fs = append(fs, decode.FieldName{Name: name, Proto: p, Doc: "method argument " + a.Name + " (" + a.Domain.String() + ")"})
+				fs = append(fs, decode.FieldName{Name: name, Proto: p, Doc: "method argument " + a.Name + " (" + a.Domain.String() + ")",
+					Open: a.Domain == DomainTable})
 			}
 		}
 	}
 	for _, a := range propertyInfos {
-		fs = append(fs, decode.FieldName{Name: "amqp.method.properties." + a.Wireshark, Proto: p, Doc: "basic property " + a.Name + " (" + a.Domain.String() + ")"})
+		fs = append(fs, decode.FieldName{Name: "amqp.method.properties." + a.Wireshark, Proto: p, Doc: "basic property " + a.Name + " (" + a.Domain.String() + ")",
+			Open: a.Domain == DomainTable})
 	}
 	decode.RegisterFieldNames(fs...)
 }

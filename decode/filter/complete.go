@@ -89,7 +89,7 @@ func Complete(expr string, cursor int) (replaceFrom int, candidates []string) {
 		if partial != "" && !isNameStart(partial[0]) {
 			return from, nil
 		}
-		return from, filterPrefix(knownNames(), partial)
+		return from, filterPrefix(fieldNames(), partial)
 	case cRel:
 		if partial == "" {
 			return from, slices.Clone(relSymbols)

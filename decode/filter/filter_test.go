@@ -28,7 +28,43 @@ func init() {
 		decode.FieldName{Name: "pgsql.query", Proto: decode.ProtoPgSQL},
 		decode.FieldName{Name: "pgsql.field.count", Proto: decode.ProtoPgSQL},
 		decode.FieldName{Name: "pgsql.val.data", Proto: decode.ProtoPgSQL},
+		decode.FieldName{Name: "amqp.method.arguments.arguments", Proto: decode.ProtoAMQP091, Open: true},
 	)
+}
+
+// TestOpenTables: entries of a table whose keys come from the traffic are
+// valid names under it, and only under it.
+func TestOpenTables(t *testing.T) {
+	for expr, ok := range map[string]bool{
+		`amqp.method.arguments.arguments.x-max-length > 10`:               true,
+		`amqp.method.arguments.arguments.x-dead-letter-exchange == "dlx"`: true,
+		`amqp.method.arguments.arguments`:                                 true,
+		`amqp.method.arguments.argumentsx`:                                false,
+		`amqp.method.arguments.arguments.`:                                false,
+		`amqp.method.arguments.nope`:                                      false,
+	} {
+		_, err := Compile(expr)
+		if (err == nil) != ok {
+			t.Errorf("Compile(%s) error %v, want ok=%v", expr, err, ok)
+		}
+	}
+	args := &decode.Field{Name: "amqp.method.arguments.arguments", Kind: decode.KindMap}
+	args.Add(leaf("amqp.method.arguments.arguments.x-max-length", int64(1000)))
+	u := &decode.Unit{Conn: testConn, Proto: decode.ProtoUnknown, Type: "queue.declare",
+		Dissect: func(*decode.Unit) []*decode.Field { return []*decode.Field{args} }}
+	for expr, want := range map[string]bool{
+		`amqp.method.arguments.arguments.x-max-length > 10`:   true,
+		`amqp.method.arguments.arguments.x-max-length > 1000`: false,
+		`amqp.method.arguments.arguments.x-other`:             false,
+	} {
+		f, err := Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Match(u); got != want {
+			t.Errorf("%s on the unit = %v, want %v", expr, got, want)
+		}
+	}
 }
 
 var testConn = &decode.Conn{

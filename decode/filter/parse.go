@@ -102,7 +102,8 @@ type setElem struct{ lo, hi *literal }
 // Compile parses a display filter. An expression of only white space
 // compiles to a filter that matches every unit. Errors are *[Error].
 func Compile(expr string) (*Filter, error) {
-	p := parser{lex: lexer{src: expr}, names: knownNames()}
+	names, open := knownNames()
+	p := parser{lex: lexer{src: expr}, names: names, open: open}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -130,6 +131,7 @@ type parser struct {
 	lex      lexer
 	tok      token
 	names    []string
+	open     []string // open tables: any name under them is valid
 	dissects bool
 }
 
@@ -314,7 +316,7 @@ func (p *parser) resolve(n *node) error {
 		n.virt = v
 		return nil
 	}
-	if !isKnown(p.names, n.field) {
+	if !isKnown(p.names, p.open, n.field) {
 		e := p.errTok("unknown field " + strconv.Quote(n.field))
 		if s := nearest(p.names, n.field); s != "" {
 			e.Hint = "did you mean " + s + "?"
@@ -472,20 +474,30 @@ func (p *parser) set(n *node) error {
 	}
 }
 
-// knownNames returns the registered field names, sorted.
-func knownNames() []string {
+// knownNames returns the registered field names, sorted, and those of
+// them that are open tables.
+func knownNames() (names, open []string) {
 	fs := decode.FieldNames()
-	out := make([]string, len(fs))
+	names = make([]string, len(fs))
 	for i, f := range fs {
-		out[i] = f.Name
+		names[i] = f.Name
+		if f.Open {
+			open = append(open, f.Name)
+		}
 	}
-	return out
+	return names, open
 }
 
-// isKnown reports whether name is registered or is the parent of a
+// isKnown reports whether name is registered, is the parent of a
 // registered name (amqp.method.arguments for
-// amqp.method.arguments.routing_key), as containers in trees are.
-func isKnown(names []string, name string) bool {
+// amqp.method.arguments.routing_key), as containers in trees are, or is
+// an entry of an open table (amqp.method.properties.headers.x-trace-id).
+func isKnown(names, open []string, name string) bool {
+	for _, o := range open {
+		if len(name) > len(o)+1 && name[len(o)] == '.' && strings.HasPrefix(name, o) {
+			return true
+		}
+	}
 	i := sort.SearchStrings(names, name)
 	if i < len(names) && names[i] == name {
 		return true
@@ -496,3 +508,9 @@ func isKnown(names []string, name string) bool {
 }
 
 func isNameStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
+
+// fieldNames returns the registered field names, sorted.
+func fieldNames() []string {
+	names, _ := knownNames()
+	return names
+}
