@@ -18,8 +18,11 @@
 # presses, default 30; median, p95, max): key sent with send-keys until the
 # screen differs, for j, pgdown, G/g, a character typed into the filter bar,
 # a whole display filter applied (paste + enter until "N match") and esc.
-# The times include tmux's own delay (send-keys, capture-pane: a few ms) and
-# bubbletea's frame pacing, so they are upper bounds.
+# The times include tmux's own delay (send-keys, capture-pane: a few ms),
+# the 2 ms between reads of the pane and bubbletea's frame pacing, so they
+# are upper bounds. Then, for filters edited one key at a time (delete or
+# retype the last character), the time from the key until the header shows
+# the complete count of the new filter, every unit looked at.
 #
 # Captures (testdata/large/ is git-ignored):
 #   FILE, or testdata/large/amqp091-loadgen.pcapng when present (real
@@ -154,6 +157,10 @@ start() {
 }
 
 screen() { tm capture-pane -p -t m; }
+# poll_pause: the latency loops read the pane every 2 ms rather than
+# back to back, so that tmux and this script do not take a whole CPU from
+# the program being measured (on two cores they would take half).
+poll_pause() { nap 0.002; }
 
 WIRETAP_ROWS='(^|'$'\n'')│[▶ ] *[0-9]+ +[0-9]+\.[0-9]{6} '
 TERMSHARK_ROWS='(^|'$'\n'') [0-9]+ +[0-9]+\.[0-9]+ +[^ ]'
@@ -255,6 +262,7 @@ key_latency() {
 	t=$NOW
 	tm send-keys -t m "$@"
 	while :; do
+		poll_pause
 		after=$(screen)
 		[[ $after != "$before" ]] && break
 		now
@@ -268,6 +276,7 @@ key_latency() {
 until_screen() {
 	local sc
 	while :; do
+		poll_pause
 		sc=$(screen)
 		[[ $sc =~ $1 ]] && break
 		now
@@ -287,6 +296,7 @@ filter_latency() {
 	T=$NOW
 	tm send-keys -t m -l "$1" \; send-keys -t m Enter
 	while :; do
+		poll_pause
 		sc=$(screen)
 		now
 		[[ -z $first && $sc != "$before" ]] && first=$((NOW - T))
@@ -334,6 +344,41 @@ for f in "$EXPR" 'frame.len > 1000' 'amqp.channel == 2 && !(amqp.method == "basi
 	lat "filter '$f': paste + enter, N match shown" < <(cut -d' ' -f2 <<<"$out")
 done
 
+# edit_latency EXPR: with EXPR applied from the filter bar, alternately
+# deletes and retypes its last character (both versions valid filters);
+# prints, per key, the microseconds until the header shows the complete
+# count of the filter now in the bar ("filter EXPR: N match"), which it
+# shows only once every unit has been looked at.
+edit_latency() {
+	local expr=$1 short=${1%?} last=${1: -1} re_full re_short
+	re_full="filter $(printf '%s' "$expr" | sed 's/[][\\.^$*+?(){}|]/\\&/g'): [0-9,]+ match"
+	re_short="filter $(printf '%s' "$short" | sed 's/[][\\.^$*+?(){}|]/\\&/g'): [0-9,]+ match"
+	tm send-keys -t m / \; send-keys -t m -l "$expr"
+	now
+	T=$NOW
+	until_screen "$re_full" >/dev/null
+	nap 0.3
+	for ((i = 0; i < KEYS; i++)); do
+		now
+		T=$NOW
+		if ((i % 2 == 0)); then
+			tm send-keys -t m BSpace
+			until_screen "$re_short"
+		else
+			tm send-keys -t m -l "$last"
+			until_screen "$re_full"
+		fi
+		nap 0.1
+	done
+	tm send-keys -t m Enter
+	nap 0.3
+	tm send-keys -t m Escape
+	nap 0.5
+}
+lat "filter edited a key at a time, header field (frame.len > 1000 / > 100): key until the complete count" < <(edit_latency 'frame.len > 1000')
+lat "filter edited a key at a time, method argument (amqp.method.arguments.delivery_tag > 10 / > 1): key until the complete count" < <(edit_latency 'amqp.method.arguments.delivery_tag > 10')
+lat "filter edited a key at a time, content header (amqp.header.body-size > 10 / > 1): key until the complete count" < <(edit_latency 'amqp.header.body-size > 10')
+
 lat "esc closing the help (baseline: the input reader's wait after a lone ESC)" < <(for ((i = 0; i < RUNS; i++)); do
 	tm send-keys -t m '?'
 	nap 0.3
@@ -345,6 +390,7 @@ done)
 until_unfiltered() {
 	local sc
 	while :; do
+		poll_pause
 		sc=$(screen)
 		[[ ${sc%%$'\n'*} != *filter* && $sc =~ $WIRETAP_ROWS ]] && break
 		now

@@ -153,7 +153,7 @@ var (
 // units of testdata/amqp091-pika.pcapng (a pika session against RabbitMQ
 // 3.10) repeated, numbered in order, so filters run the real finders and
 // dissectors (fake units carry fake trees).
-func realMillion(b *testing.B) []*decode.Unit {
+func realMillion(b testing.TB) []*decode.Unit {
 	realOnce.Do(func() {
 		var one []*decode.Unit
 		p := pipeline.New(pipeline.Config{Sink: func(u *decode.Unit) { one = append(one, u) }})

@@ -49,6 +49,11 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		// Its tree holds the amqp.init.* fields only.
 		return f, false, !strings.HasPrefix(name, "amqp.init.")
 	}
+	// A frame's unit type says its frame type: most frames cannot hold
+	// the name, and are answered without touching their bytes.
+	if !frameMayHold(u.Type, name) {
+		return f, false, true
+	}
 	h, hok := PeekFrameHead(raw)
 	if !hok || !h.Type.Valid() || u.Err() != "" || u.Type == UnitMalformed {
 		return f, false, false
@@ -120,6 +125,35 @@ func argKey(info *MethodInfo, ws string) string {
 		}
 	}
 	return ""
+}
+
+// frameMayHold reports whether the tree of a frame whose unit type is typ
+// can hold the field name: method arguments only in method frames,
+// content-header fields and properties only in header frames, the payload
+// only in body frames, a completed message only in header and body frames.
+func frameMayHold(typ, name string) bool {
+	ft := FrameMethod
+	switch typ {
+	case UnitContentHeader:
+		ft = FrameHeader
+	case UnitContentBody:
+		ft = FrameBody
+	case UnitHeartbeat:
+		ft = FrameHeartbeat
+	}
+	switch {
+	case strings.HasPrefix(name, "amqp.method.properties."):
+		return ft == FrameHeader
+	case strings.HasPrefix(name, "amqp.method."):
+		return ft == FrameMethod
+	case strings.HasPrefix(name, "amqp.header."):
+		return ft == FrameHeader
+	case name == "amqp.payload":
+		return ft == FrameBody
+	case name == "amqp.message" || strings.HasPrefix(name, "amqp.message."):
+		return ft == FrameHeader || ft == FrameBody
+	}
+	return true
 }
 
 // findArg finds the argument (or property) named name, whose own name
