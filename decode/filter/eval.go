@@ -1,6 +1,10 @@
 package filter
 
-import "github.com/wiretap-dev/wiretap/decode"
+import (
+	"strings"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
 
 // Match reports whether u passes the filter. A nil filter matches every
 // unit. Virtual fields are read from the unit's header; a tree field is
@@ -34,6 +38,9 @@ func (c *evalCtx) tree() []*decode.Field {
 }
 
 func eval(n *node, c *evalCtx) bool {
+	if n.fast != fastNone {
+		return fastTest(n, c.u)
+	}
 	switch n.op {
 	case nAnd:
 		for _, k := range n.kids {
@@ -184,4 +191,58 @@ func inSet(v *value, set []setElem) bool {
 		}
 	}
 	return false
+}
+
+// fastFor says whether test n can take a fast path: a virtual field that
+// occurs at most once and whose value is an integer (frame.len, conn,
+// amqp.channel, ...) ordered against an integer literal, or a string
+// (type, amqp.method, pgsql.type, ...) tested for equality. On them, "any"
+// and "all" agree, and test reduces to one comparison.
+func fastFor(n *node) fastKind {
+	if n.op != nTest || n.lit == nil {
+		return fastNone
+	}
+	switch {
+	case intVirtual(n.virt) && n.lit.num == nInt && n.rel <= rGe:
+		return fastInt
+	case stringVirtual(n.virt) && n.rel == rEq:
+		return fastString
+	}
+	return fastNone
+}
+
+// fastTest is eval of a test marked by fastFor: what test gives on the
+// field's one occurrence, false when it is absent.
+func fastTest(n *node, u *decode.Unit) bool {
+	var r bool
+	if n.fast == fastInt {
+		x, ok := intValue(u, n.virt)
+		if !ok {
+			return false
+		}
+		l := n.lit.i
+		switch n.rel {
+		case rEq:
+			r = x == l
+		case rLt:
+			r = x < l
+		case rLe:
+			r = x <= l
+		case rGt:
+			r = x > l
+		case rGe:
+			r = x >= l
+		}
+	} else {
+		if n.virt == vAMQPMethod && !n.neg {
+			// Equal to a literal with a dot implies a method frame's type.
+			return u.Proto == decode.ProtoAMQP091 && u.Type == n.lit.text && strings.IndexByte(n.lit.text, '.') >= 0
+		}
+		x, ok := stringValue(u, n.virt)
+		if !ok {
+			return false
+		}
+		r = x == n.lit.text
+	}
+	return r != n.neg
 }

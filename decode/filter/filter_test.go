@@ -620,3 +620,64 @@ func TestLongChain(t *testing.T) {
 		t.Error("long chain did not match")
 	}
 }
+
+// TestFastPathAgrees checks the fast tests (fastFor) against the general
+// evaluation on units of every protocol, with and without connection,
+// channel and type.
+func TestFastPathAgrees(t *testing.T) {
+	var units []*decode.Unit
+	types := []string{"", "basic.publish", "content-header", "transfer", "DataRow", "heartbeat", "flow"}
+	protos := []decode.Proto{decode.ProtoUnknown, decode.ProtoAMQP091, decode.ProtoAMQP10, decode.ProtoPgSQL}
+	for i := 0; i < 600; i++ {
+		u := &decode.Unit{N: i + 1, Len: i * 7 % 1500, Offset: int64(i * 13), Type: types[i%len(types)],
+			Proto: protos[i/7%len(protos)], Channel: uint16(i % 4), HasChannel: i%3 != 0, Dir: decode.Dir(i % 2)}
+		if i%5 != 0 {
+			u.Conn = testConn
+		}
+		units = append(units, u)
+	}
+	var slow func(n *node)
+	slow = func(n *node) {
+		n.fast = fastNone
+		for _, k := range n.kids {
+			slow(k)
+		}
+	}
+	exprs := []string{
+		`frame.len > 700`, `frame.len <= 7`, `frame.len == 14`, `frame.len != 14`, `frame.len >= -1`,
+		`frame.number < 100`, `frame.offset == 26`, `conn == 3`, `conn != 3`, `tcp.stream == 2`,
+		`amqp.channel == 2`, `amqp.channel != 2`, `amqp.channel < 1`,
+		`type == "transfer"`, `type != "transfer"`, `type == ""`, `amqp.method == "basic.publish"`,
+		`amqp.method != "basic.publish"`, `amqp.performative == "flow"`, `amqp.type == "heartbeat"`,
+		`pgsql.type == "DataRow"`, `proto == "pgsql"`, `frame.dir == "B"`, `frame.dir != "F"`,
+		`amqp.channel == 2 && !(amqp.method == "basic.publish") || frame.len > 1400`,
+		`all amqp.channel == 1`, `any conn == 3`,
+	}
+	fast := 0
+	for _, expr := range exprs {
+		f, err := Compile(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var count func(n *node)
+		count = func(n *node) {
+			if n.fast != fastNone {
+				fast++
+			}
+			for _, k := range n.kids {
+				count(k)
+			}
+		}
+		count(f.root)
+		g, _ := Compile(expr)
+		slow(g.root)
+		for _, u := range units {
+			if a, b := f.Match(u), g.Match(u); a != b {
+				t.Fatalf("%s on unit %+v: fast %v, general %v", expr, *u, a, b)
+			}
+		}
+	}
+	if fast < len(exprs) {
+		t.Errorf("only %d fast tests in %d expressions", fast, len(exprs))
+	}
+}

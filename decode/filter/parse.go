@@ -93,7 +93,20 @@ type node struct {
 	lit *literal
 	re  *regexp.Regexp
 	set []setElem
+
+	// fast, when set, says the test can skip the general value machinery:
+	// an integer virtual field ordered against an integer literal, or a
+	// string virtual field tested for equality (see fastTest).
+	fast fastKind
 }
+
+type fastKind uint8
+
+const (
+	fastNone fastKind = iota
+	fastInt
+	fastString
+)
 
 // setElem is a member of an "in" set: a value, or a range lo..hi when hi
 // is set.
@@ -307,7 +320,11 @@ func (p *parser) test() (*node, error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
-	return n, p.operand(n)
+	if err := p.operand(n); err != nil {
+		return nil, err
+	}
+	n.fast = fastFor(n)
+	return n, nil
 }
 
 // resolve checks the field name and decides how Match reads it.

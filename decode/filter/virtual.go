@@ -123,13 +123,21 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 		}
 		return false
 	}
+	if intVirtual(id) {
+		x, ok := intValue(u, id)
+		if ok {
+			v.setInt(x)
+		}
+		return ok
+	}
+	if stringVirtual(id) {
+		x, ok := stringValue(u, id)
+		if ok {
+			v.setString(x)
+		}
+		return ok
+	}
 	switch id {
-	case vFrameNumber:
-		v.setInt(int64(u.N))
-	case vFrameLen:
-		v.setInt(int64(u.Len))
-	case vFrameOffset:
-		v.setInt(u.Offset)
 	case vFrameTime:
 		t := u.Time()
 		if t.IsZero() {
@@ -142,17 +150,6 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 			return false
 		}
 		v.kind, v.f = kFloat, float64(ns)/1e9
-	case vFrameDir:
-		v.setString(u.Dir.String())
-	case vConn, vTCPStream:
-		if u.Conn == nil {
-			return false
-		}
-		n := int64(u.Conn.ID)
-		if id == vTCPStream {
-			n--
-		}
-		v.setInt(n)
 	case vTCPPort, vIPAddr:
 		if u.Conn == nil {
 			return false
@@ -170,10 +167,6 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 			src = dst
 		}
 		return endpoint(src, id, v)
-	case vProto:
-		v.setString(u.Proto.String())
-	case vType:
-		return v.setNonEmpty(u.Type)
 	case vSummary:
 		return v.setNonEmpty(u.Summary)
 	case vError:
@@ -198,28 +191,6 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 			return false
 		}
 		v.kind, v.b = kBytes, u.Raw
-	case vAMQPChannel:
-		if !u.HasChannel || !isAMQP(u.Proto) {
-			return false
-		}
-		v.setInt(int64(u.Channel))
-	case vAMQPMethod:
-		// Only method frames have a method, as in Wireshark; content
-		// headers, bodies and heartbeats are reachable with amqp.type.
-		if u.Proto != decode.ProtoAMQP091 || strings.IndexByte(u.Type, '.') < 0 {
-			return false
-		}
-		v.setString(u.Type)
-	case vAMQPPerformative:
-		if u.Proto != decode.ProtoAMQP10 {
-			return false
-		}
-		return v.setNonEmpty(u.Type)
-	case vAMQPType:
-		if !isAMQP(u.Proto) {
-			return false
-		}
-		return v.setNonEmpty(u.Type)
 	case vAMQPChecksum:
 		if u.Checksum() == nil {
 			return false
@@ -232,15 +203,85 @@ func virtualValue(u *decode.Unit, id vid, i int, v *value) bool {
 		return v.setNonEmpty(u.Checksum().Algorithm)
 	case vAMQPMessageID:
 		return v.setNonEmpty(u.MessageID())
-	case vPgSQLType:
-		if u.Proto != decode.ProtoPgSQL {
-			return false
-		}
-		return v.setNonEmpty(u.Type)
 	default:
 		return false
 	}
 	return true
+}
+
+// intVirtual reports whether virtual field id occurs at most once, as an
+// integer (intValue gives it).
+func intVirtual(id vid) bool {
+	switch id {
+	case vFrameNumber, vFrameLen, vFrameOffset, vConn, vTCPStream, vAMQPChannel:
+		return true
+	}
+	return false
+}
+
+// intValue returns integer virtual field id of u, ok false when u has
+// none.
+func intValue(u *decode.Unit, id vid) (x int64, ok bool) {
+	switch id {
+	case vFrameNumber:
+		return int64(u.N), true
+	case vFrameLen:
+		return int64(u.Len), true
+	case vFrameOffset:
+		return u.Offset, true
+	case vConn, vTCPStream:
+		if u.Conn == nil {
+			return 0, false
+		}
+		x = int64(u.Conn.ID)
+		if id == vTCPStream {
+			x--
+		}
+		return x, true
+	case vAMQPChannel:
+		if !u.HasChannel || !isAMQP(u.Proto) {
+			return 0, false
+		}
+		return int64(u.Channel), true
+	}
+	return 0, false
+}
+
+// stringVirtual reports whether virtual field id occurs at most once, as
+// a string read from the unit header (stringValue gives it).
+func stringVirtual(id vid) bool {
+	switch id {
+	case vFrameDir, vProto, vType, vAMQPMethod, vAMQPPerformative, vAMQPType, vPgSQLType:
+		return true
+	}
+	return false
+}
+
+// stringValue returns string virtual field id of u, ok false when u has
+// none.
+func stringValue(u *decode.Unit, id vid) (s string, ok bool) {
+	switch id {
+	case vFrameDir:
+		return u.Dir.String(), true
+	case vProto:
+		return u.Proto.String(), true
+	case vType:
+		return u.Type, u.Type != ""
+	case vAMQPMethod:
+		// Only method frames have a method, as in Wireshark; content
+		// headers, bodies and heartbeats are reachable with amqp.type.
+		if u.Proto != decode.ProtoAMQP091 || strings.IndexByte(u.Type, '.') < 0 {
+			return "", false
+		}
+		return u.Type, true
+	case vAMQPPerformative:
+		return u.Type, u.Proto == decode.ProtoAMQP10 && u.Type != ""
+	case vAMQPType:
+		return u.Type, isAMQP(u.Proto) && u.Type != ""
+	case vPgSQLType:
+		return u.Type, u.Proto == decode.ProtoPgSQL && u.Type != ""
+	}
+	return "", false
 }
 
 // endpoint stores ap's port (tcp.*) or address (ip.*) in v.
