@@ -155,22 +155,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statsMsg:
 		m.stats.SetStats(msg.st, msg.conns)
 		m.stats.SetNotes(msg.notes, m.done)
-	case filterbar.ChangedMsg:
-		cmd = m.setFilter(msg.Expr, msg.Match)
-	case filterbar.AppliedMsg:
-		cmd = m.barApplied(msg)
-	case filterbar.CancelledMsg:
-		if msg.Mode == filterbar.ModeFilter && msg.Prev != m.flt.expr {
-			var match func(*decode.Unit) bool
-			if strings.TrimSpace(msg.Prev) != "" {
-				match, _ = m.lang.Compile(msg.Prev)
-			}
-			cmd = m.setFilter(msg.Prev, match)
-		}
-	case cmdline.ExecMsg:
-		cmd = m.exec(msg)
-	case cmdline.ErrorMsg:
-		m.setStatus(msg.Text, true)
+	case filterbar.ChangedMsg, filterbar.AppliedMsg, filterbar.CancelledMsg, cmdline.ExecMsg, cmdline.ErrorMsg:
+		cmd = m.promptEvent(msg)
 	case tea.KeyPressMsg:
 		cmd = m.key(msg)
 	case tea.MouseMsg:
@@ -210,6 +196,41 @@ func (m *Model) sync() tea.Cmd {
 	return nil
 }
 
+// promptDone handles what the filter bar or the command line reports
+// after a key at once, in key order. Run as commands, each on a goroutine
+// of its own, the reports of a burst of keys (a paste) could arrive out of
+// order, and a filter typed as "frame.len > 1000" end up applied as
+// "frame.len > 10". The prompts' commands only return a message.
+func (m *Model) promptDone(cmd tea.Cmd) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	return m.promptEvent(cmd())
+}
+
+// promptEvent acts on a report of the filter bar or the command line.
+func (m *Model) promptEvent(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case filterbar.ChangedMsg:
+		return m.setFilter(msg.Expr, msg.Match)
+	case filterbar.AppliedMsg:
+		return m.barApplied(msg)
+	case filterbar.CancelledMsg:
+		if msg.Mode == filterbar.ModeFilter && msg.Prev != m.flt.expr {
+			var match func(*decode.Unit) bool
+			if strings.TrimSpace(msg.Prev) != "" {
+				match, _ = m.lang.Compile(msg.Prev)
+			}
+			return m.setFilter(msg.Prev, match)
+		}
+	case cmdline.ExecMsg:
+		return m.exec(msg)
+	case cmdline.ErrorMsg:
+		m.setStatus(msg.Text, true)
+	}
+	return nil
+}
+
 func (m *Model) setStatus(s string, isErr bool) { m.status, m.isErr = text.OneLine(s), isErr }
 
 // key handles a key press: prompts first, then pending prefixes, then
@@ -219,10 +240,10 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case m.bar.Active:
 		m.bar, cmd = m.bar.Update(k)
-		return cmd
+		return m.promptDone(cmd)
 	case m.cmd.Active:
 		m.cmd, cmd = m.cmd.Update(k)
-		return cmd
+		return m.promptDone(cmd)
 	case m.prefix != "":
 		return m.prefixed(k)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -77,3 +78,57 @@ func TestProgram(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramBurstOfKeys types a filter whose every prefix from "frame"
+// on is valid as one burst of keys, as a paste does, into the real
+// program, and checks that the filter applied is the one in the bar: the
+// bar's changes must be applied in key order, though bubbletea runs
+// commands on goroutines of their own.
+func TestProgramBurstOfKeys(t *testing.T) {
+	const expr = `frame.len > 1000000000`
+	// A million units keep both processors busy scanning while the keys
+	// arrive, which is when the commands' goroutines get reordered.
+	units := oneMillion()
+	for round := 0; round < 10; round++ {
+		ch := make(chan []*decode.Unit, 1)
+		ch <- units
+		close(ch)
+		var p *tea.Program
+		started := make(chan struct{})
+		var once sync.Once
+		var sent sync.WaitGroup
+		sent.Add(1)
+		settle := func(m tea.Model, msg tea.Msg) tea.Msg {
+			once.Do(func() { close(started) })
+			if mm, ok := m.(Model); ok && mm.done && mm.bar.Value() == expr && !mm.flt.running {
+				if _, quit := msg.(settledMsg); quit {
+					return tea.QuitMsg{}
+				}
+			}
+			return msg
+		}
+		go func() {
+			defer sent.Done()
+			<-started
+			p.Send(tea.KeyPressMsg{Code: '/', Text: "/"})
+			for _, k := range expr {
+				p.Send(tea.KeyPressMsg{Code: k, Text: string(k)})
+			}
+			// Let every command of the burst finish before asking to quit.
+			time.Sleep(50 * time.Millisecond)
+			p.Send(settledMsg{})
+		}()
+		m, err := run(context.Background(), Options{Title: "t", Units: ch},
+			tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 40), tea.WithoutSignals(),
+			tea.WithFilter(settle), func(q *tea.Program) { p = q })
+		sent.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.(Model).flt.expr; got != expr {
+			t.Fatalf("round %d: filter applied is %q, the bar holds %q", round, got, expr)
+		}
+	}
+}
+
+type settledMsg struct{}

@@ -1,12 +1,6 @@
 package tui
 
-import (
-	"reflect"
-
-	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
-)
-
-type cmdlineExec = cmdline.ExecMsg
+import "reflect"
 
 // reflectFields returns the exported field values of the struct p points to.
 func reflectFields(p any) []any {

@@ -63,7 +63,8 @@ func Parse(line string) (ExecMsg, bool) {
 	return ExecMsg{}, false
 }
 
-// Update edits the line; enter executes, esc closes.
+// Update edits the line; enter executes, esc closes. Its command, if any,
+// only returns an ExecMsg or ErrorMsg: the root runs it at once.
 func (m Model) Update(k tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch k.String() {
 	case "enter":

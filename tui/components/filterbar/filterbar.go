@@ -111,7 +111,9 @@ func (m *Model) validate() {
 
 func msg(v tea.Msg) tea.Cmd { return func() tea.Msg { return v } }
 
-// Update handles a key while the bar is open.
+// Update handles a key while the bar is open. Its command, if any, only
+// returns a ChangedMsg, AppliedMsg or CancelledMsg: the root runs it at
+// once so that reports follow key order.
 func (m Model) Update(k tea.KeyPressMsg) (Model, tea.Cmd) {
 	switch k.String() {
 	case "enter":
