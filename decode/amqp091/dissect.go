@@ -349,27 +349,50 @@ func methodFields(p []byte, base int, secret bool) []*decode.Field {
 		return []*decode.Field{{Key: "error", Value: "method payload of " + strconv.Itoa(len(p)) + " bytes"}}
 	}
 	class, id := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
-	cf := &decode.Field{Key: "class", Name: "amqp.method.class", Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
-	mf := &decode.Field{Key: "method", Name: "amqp.method.method", Value: uint64(id), Encoding: "short", Offset: base + 2, Length: 2}
-	if n := className(class); n != "" {
-		cf.Display = n + " (" + strconv.Itoa(int(class)) + ")"
-	}
 	info := LookupMethod(class, id)
+	cf, mf := methodField(p, base, info, 0), methodField(p, base, info, 1)
 	if info == nil {
-		return []*decode.Field{cf, mf, {Key: "error", Value: unknownMethod(class, id).Error()}}
+		return []*decode.Field{&cf, &mf, {Key: "error", Value: unknownMethod(class, id).Error()}}
 	}
-	mf.Display = info.Name[strings.IndexByte(info.Name, '.')+1:] + " (" + strconv.Itoa(int(id)) + ")"
-	nf := &decode.Field{Key: "name", Name: "amqp.method", Value: info.Name, Encoding: "class-id, method-id", Offset: base, Length: 4}
+	nf, af := methodField(p, base, info, 2), methodField(p, base, info, 3)
 	args, err := dissectArgs(newArgWalk(p[4:], info.Args), base+4, "amqp.method.arguments.")
-	af := &decode.Field{Key: "arguments", Name: "amqp.method.arguments", Kind: decode.KindMap,
-		Offset: base + 4, Length: len(p) - 4, Kids: args}
+	af.Kids = args
 	if err != nil {
 		af.Kids = append(af.Kids, &decode.Field{Key: "error", Value: err.Error()})
 	}
 	if secret {
 		redactFields(info, af.Kids)
 	}
-	return []*decode.Field{cf, mf, nf, af}
+	return []*decode.Field{&cf, &mf, &nf, &af}
+}
+
+// The fields of a method frame's payload, in tree order; the last is the
+// arguments group (without its kids). Unknown methods have the first two.
+var methodFieldNames = [...]string{"amqp.method.class", "amqp.method.method", "amqp.method", "amqp.method.arguments"}
+
+// methodField returns field i of methodFieldNames of a method payload p
+// (at least 4 bytes) at offset base of the unit; info is the method's, or
+// nil when the spec has none.
+func methodField(p []byte, base int, info *MethodInfo, i int) decode.Field {
+	switch i {
+	case 0:
+		class := binary.BigEndian.Uint16(p)
+		f := decode.Field{Key: "class", Name: methodFieldNames[i], Value: uint64(class), Encoding: "short", Offset: base, Length: 2}
+		if n := className(class); n != "" {
+			f.Display = n + " (" + strconv.Itoa(int(class)) + ")"
+		}
+		return f
+	case 1:
+		id := binary.BigEndian.Uint16(p[2:])
+		f := decode.Field{Key: "method", Name: methodFieldNames[i], Value: uint64(id), Encoding: "short", Offset: base + 2, Length: 2}
+		if info != nil {
+			f.Display = info.Name[strings.IndexByte(info.Name, '.')+1:] + " (" + strconv.Itoa(int(id)) + ")"
+		}
+		return f
+	case 2:
+		return decode.Field{Key: "name", Name: methodFieldNames[i], Value: info.Name, Encoding: "class-id, method-id", Offset: base, Length: 4}
+	}
+	return decode.Field{Key: "arguments", Name: methodFieldNames[i], Kind: decode.KindMap, Offset: base + 4, Length: len(p) - 4}
 }
 
 // headerFields returns a content header payload's fields.

@@ -96,8 +96,20 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		}
 		f = decode.Field{Key: "payload", Name: name, Value: payload, Encoding: "bytes", Offset: FrameHeaderSize, Length: len(payload)}
 		return f, k == 0, true
-	case strings.HasPrefix(name, "amqp.method."):
-		return f, false, h.Type != FrameMethod
+	case strings.HasPrefix(name, "amqp.method."), name == "amqp.method":
+		if h.Type != FrameMethod || len(payload) < 4 || k > 0 {
+			return f, false, true
+		}
+		info := LookupMethod(binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:]))
+		for i, n := range methodFieldNames {
+			if n == name {
+				if info == nil && i >= 2 {
+					return f, false, true // unknown methods have class and method only
+				}
+				return methodField(payload, FrameHeaderSize, info, i), true, true
+			}
+		}
+		return f, false, true
 	case strings.HasPrefix(name, "amqp.header."):
 		if h.Type != FrameHeader || len(payload) < 14 || k > 0 {
 			return f, false, true
