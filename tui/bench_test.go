@@ -116,29 +116,13 @@ func benchFilter(b *testing.B, first bool) {
 		{"fields", `amqp.method.arguments.routing_key == "orders"`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			d := &driver{t: b, m: loaded(b)}
-			d.keys("/")
-			d.typeText(c.expr)
-			if d.m.flt.expr != c.expr {
-				b.Fatalf("%q does not compile: %v", c.expr, d.m.bar.Err())
-			}
+			d := withFilter(b, loaded(b), c.expr)
 			d.firstResult = first
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				// Alternate " " and backspace: the expression stays valid and
-				// each key starts a new scan.
-				if i%2 == 0 {
-					d.keys("space")
-				} else {
-					d.keys("backspace")
-				}
+			editFilter(b, d, func() {
 				if !first && d.m.units.Len() == 0 {
 					b.Fatal("no rows")
 				}
-				_ = d.m.Render()
-			}
-			b.StopTimer()
+			})
 			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
 		})
 	}
@@ -191,27 +175,43 @@ func BenchmarkFilterReal(b *testing.B) {
 			nm.driven = true
 			m, _ = nm.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
 			m, _ = m.Update(unitsMsg{batches: [][]*decode.Unit{units}, closed: true})
-			d := &driver{t: b, m: m.(Model)}
-			d.keys("/")
-			d.typeText(c.expr)
-			if d.m.flt.expr != c.expr {
-				b.Fatalf("%q does not compile: %v", c.expr, d.m.bar.Err())
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if i%2 == 0 {
-					d.keys("space")
-				} else {
-					d.keys("backspace")
-				}
-				_ = d.m.Render()
-			}
-			b.StopTimer()
+			d := withFilter(b, m.(Model), c.expr)
+			editFilter(b, d, func() {})
 			if len(d.m.flt.rows) == 0 {
 				b.Fatal("no rows")
 			}
 			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
 		})
 	}
+}
+
+// withFilter returns a driver over m with expr typed into the filter bar
+// (applied as typed).
+func withFilter(b *testing.B, m Model, expr string) *driver {
+	d := &driver{t: b, m: m}
+	d.keys("/")
+	d.typeText(expr)
+	if d.m.flt.expr != expr {
+		b.Fatalf("%q does not compile: %v", expr, d.m.bar.Err())
+	}
+	return d
+}
+
+// editFilter times b.N keypresses in the filter bar, alternately " " and
+// backspace (the expression stays valid and each key starts a new scan),
+// each with the frame it produces; check runs after each key. The timer
+// is stopped on return.
+func editFilter(b *testing.B, d *driver, check func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			d.keys("space")
+		} else {
+			d.keys("backspace")
+		}
+		check()
+		_ = d.m.Render()
+	}
+	b.StopTimer()
 }

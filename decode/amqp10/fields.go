@@ -140,23 +140,49 @@ func descriptorText(code uint64, sym []byte) string {
 	return "0x" + strconv.FormatUint(code>>32, 16) + ":" + strconv.FormatUint(code&0xffffffff, 16)
 }
 
+// fixedScalar returns the value (and display text) of a null, boolean,
+// number, timestamp or UUID as trees hold it; ok is false for the other
+// encodings. Both the materializer and the finder use it.
+func fixedScalar(b []byte, v Value) (val any, disp string, ok bool) {
+	d := b[v.Data:v.End]
+	switch v.Code {
+	case CodeNull:
+		return nil, "null", true
+	case CodeTrue, CodeFalse, CodeBoolean:
+		x, _ := v.Bool(b)
+		return x, "", true
+	case CodeUbyte, CodeUshort, CodeUint, CodeSmallUint, CodeUint0, CodeUlong, CodeSmallUlong, CodeUlong0:
+		x, _ := v.Uint(b)
+		return x, "", true
+	case CodeByte, CodeShort, CodeInt, CodeSmallInt, CodeLong, CodeSmallLong:
+		x, _ := v.Int(b)
+		return x, "", true
+	case CodeFloat:
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(d))), "", true
+	case CodeDouble:
+		return math.Float64frombits(binary.BigEndian.Uint64(d)), "", true
+	case CodeTimestamp:
+		ms, _ := v.Int(b)
+		return time.UnixMilli(ms).UTC(), "", true
+	case CodeUUID:
+		id := formatUUID(d)
+		return id, id, true
+	}
+	return nil, "", false
+}
+
 func (m *materializer) primitive(f *decode.Field, v Value, depth int) {
 	b := m.b
 	f.Encoding = v.Code.Encoding()
 	d := b[v.Data:v.End]
+	if val, disp, ok := fixedScalar(b, v); ok {
+		f.Value = val
+		if disp != "" {
+			f.Display = disp
+		}
+		return
+	}
 	switch v.Code {
-	case CodeNull:
-		f.Display = "null"
-	case CodeTrue, CodeFalse, CodeBoolean:
-		f.Value, _ = v.Bool(b)
-	case CodeUbyte, CodeUshort, CodeUint, CodeSmallUint, CodeUint0, CodeUlong, CodeSmallUlong, CodeUlong0:
-		f.Value, _ = v.Uint(b)
-	case CodeByte, CodeShort, CodeInt, CodeSmallInt, CodeLong, CodeSmallLong:
-		f.Value, _ = v.Int(b)
-	case CodeFloat:
-		f.Value = float64(math.Float32frombits(binary.BigEndian.Uint32(d)))
-	case CodeDouble:
-		f.Value = math.Float64frombits(binary.BigEndian.Uint64(d))
 	case CodeDecimal32, CodeDecimal64, CodeDecimal128:
 		f.Value = append([]byte(nil), d...)
 		f.Display = v.Code.String() + " 0x" + hex.EncodeToString(d)
@@ -168,12 +194,6 @@ func (m *materializer) primitive(f *decode.Field, v Value, depth int) {
 		} else {
 			f.Value = string(r)
 		}
-	case CodeTimestamp:
-		ms, _ := v.Int(b)
-		f.Value = time.UnixMilli(ms).UTC()
-	case CodeUUID:
-		f.Value = formatUUID(d)
-		f.Display = f.Value.(string)
 	case CodeVbin8, CodeVbin32:
 		f.Value = append([]byte(nil), d...)
 	case CodeStr8, CodeStr32:

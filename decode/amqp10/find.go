@@ -2,11 +2,8 @@ package amqp10
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"reflect"
 	"strconv"
-	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -711,37 +708,25 @@ func (s *search) leaf(m *materializer, v Value, key, name, typ string, depth int
 	}
 	f.Encoding = encodingText[v.Code]
 	d := b[v.Data:v.End]
-	switch v.Code {
-	case CodeNull:
-		f.Display = "null"
-	case CodeTrue, CodeFalse, CodeBoolean:
-		f.Value, _ = v.Bool(b)
-	case CodeUbyte, CodeUshort, CodeUint, CodeSmallUint, CodeUint0, CodeUlong, CodeSmallUlong, CodeUlong0:
-		f.Value, _ = v.Uint(b)
-	case CodeByte, CodeShort, CodeInt, CodeSmallInt, CodeLong, CodeSmallLong:
-		f.Value, _ = v.Int(b)
-	case CodeFloat:
-		f.Value = float64(math.Float32frombits(binary.BigEndian.Uint32(d)))
-	case CodeDouble:
-		f.Value = math.Float64frombits(binary.BigEndian.Uint64(d))
-	case CodeTimestamp:
-		ms, _ := v.Int(b)
-		f.Value = time.UnixMilli(ms).UTC()
-	case CodeUUID:
-		id := formatUUID(d)
-		f.Value, f.Display = id, id
-	case CodeVbin8, CodeVbin32:
+	val, disp, fixed := fixedScalar(b, v)
+	switch {
+	case fixed:
+		f.Value = val
+		if disp != "" {
+			f.Display = disp
+		}
+	case v.Code == CodeVbin8 || v.Code == CodeVbin32:
 		if len(d) == 0 {
 			f.Value = []byte(nil) // as append([]byte(nil)) gives
 		} else {
 			f.Value = d
 		}
-	case CodeStr8, CodeStr32:
+	case v.Code == CodeStr8 || v.Code == CodeStr32:
 		if !utf8.Valid(d) {
 			return // the tree quotes it in Display
 		}
 		f.Value = alias(d)
-	case CodeSym8, CodeSym32:
+	case v.Code == CodeSym8 || v.Code == CodeSym32:
 		f.Value = alias(d)
 	default:
 		return // containers, decimals, chars

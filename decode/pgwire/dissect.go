@@ -324,14 +324,7 @@ func backendFields(b *builder, u *decode.Unit, typ byte, redact bool) {
 	case TypeReadyForQuery:
 		s, f := b.byte1(nil, "status", "pgsql.status")
 		if f != nil {
-			switch s {
-			case 'I':
-				f.Display = "I (idle)"
-			case 'T':
-				f.Display = "T (in a transaction block)"
-			case 'E':
-				f.Display = "E (in a failed transaction block)"
-			}
+			f.Display = statusDisplay(s)
 		}
 	case TypeCommandComplete:
 		b.str(nil, "tag", "pgsql.tag")
@@ -529,4 +522,17 @@ func dissectReplication(u *decode.Unit) []*decode.Field {
 		b.u32(r, "catalog-xmin-epoch", "pgsql.replication.catalog_xmin_epoch")
 	}
 	return b.finish()
+}
+
+// statusDisplay names a ReadyForQuery transaction status, "" for others.
+func statusDisplay(s byte) string {
+	switch s {
+	case 'I':
+		return "I (idle)"
+	case 'T':
+		return "T (in a transaction block)"
+	case 'E':
+		return "E (in a failed transaction block)"
+	}
+	return ""
 }

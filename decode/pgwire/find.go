@@ -483,15 +483,8 @@ func findTyped(u *decode.Unit, name string, ni nameInfo, k int) (f decode.Field,
 			return f, false, true
 		}
 		s := body[0]
-		f = decode.Field{Key: "status", Name: name, Value: byteValue[s], Offset: HeaderLen, Length: 1, Encoding: "Byte1"}
-		switch s {
-		case 'I':
-			f.Display = "I (idle)"
-		case 'T':
-			f.Display = "T (in a transaction block)"
-		case 'E':
-			f.Display = "E (in a failed transaction block)"
-		}
+		f = decode.Field{Key: "status", Name: name, Value: byteValue[s], Offset: HeaderLen, Length: 1, Encoding: "Byte1",
+			Display: statusDisplay(s)}
 		return f, true, true
 	case ni.id == fParamName && !fe && typ == TypeParameterStatus:
 		return strField(body, 0, "name", name)
