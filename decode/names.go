@@ -19,6 +19,9 @@ type FieldName struct {
 var (
 	namesMu sync.RWMutex
 	names   = map[string]FieldName{}
+	// sorted is FieldNames' answer, made on first use after a change: the
+	// filter bar compiles on every keypress.
+	sorted []FieldName
 )
 
 // RegisterFieldNames makes field names known to the filter language's
@@ -29,16 +32,27 @@ func RegisterFieldNames(fs ...FieldName) {
 	for _, f := range fs {
 		names[f.Name] = f
 	}
+	sorted = nil
 }
 
-// FieldNames returns every registered field name, sorted.
+// FieldNames returns every registered field name, sorted. The slice is
+// shared: callers must not modify it.
 func FieldNames() []FieldName {
 	namesMu.RLock()
-	defer namesMu.RUnlock()
-	out := make([]FieldName, 0, len(names))
-	for _, f := range names {
-		out = append(out, f)
+	out := sorted
+	namesMu.RUnlock()
+	if out != nil {
+		return out
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	namesMu.Lock()
+	defer namesMu.Unlock()
+	if sorted == nil {
+		out = make([]FieldName, 0, len(names))
+		for _, f := range names {
+			out = append(out, f)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		sorted = out[:len(out):len(out)]
+	}
+	return sorted
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -492,17 +493,33 @@ func (p *parser) set(n *node) error {
 }
 
 // knownNames returns the registered field names, sorted, and those of
-// them that are open tables.
+// them that are open tables. The lists are shared and made again only
+// when the registry changes.
 func knownNames() (names, open []string) {
 	fs := decode.FieldNames()
-	names = make([]string, len(fs))
-	for i, f := range fs {
-		names[i] = f.Name
-		if f.Open {
-			open = append(open, f.Name)
+	known.mu.Lock()
+	defer known.mu.Unlock()
+	if len(fs) == 0 || len(fs) != len(known.names) || &fs[0] != known.from {
+		known.names, known.open = make([]string, len(fs)), nil
+		for i, f := range fs {
+			known.names[i] = f.Name
+			if f.Open {
+				known.open = append(known.open, f.Name)
+			}
+		}
+		known.from = nil
+		if len(fs) > 0 {
+			known.from = &fs[0]
 		}
 	}
-	return names, open
+	return known.names, known.open
+}
+
+// known caches knownNames' lists, made from the registry's slice from.
+var known struct {
+	mu          sync.Mutex
+	from        *decode.FieldName
+	names, open []string
 }
 
 // isKnown reports whether name is registered, is the parent of a
