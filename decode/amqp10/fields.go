@@ -128,6 +128,39 @@ func (m *materializer) describedValue(f *decode.Field, v Value, typ string, dept
 	if g.Value != nil || len(g.Kids) == 0 {
 		f.Display = g.Text()
 	}
+	if f.Kind == decode.KindMap && openSection(f.Name) {
+		// Entries of a map section are named by their keys, so that a
+		// filter can test amqp.applicationProperties.tenant.
+		for _, k := range f.Kids {
+			if entryKey(k.Key) {
+				k.Name = f.Name + "." + k.Key
+			}
+		}
+	}
+}
+
+// openSection reports whether name is a map section whose entries are
+// named by their keys (and registered as an open table).
+func openSection(name string) bool {
+	switch name {
+	case "amqp.deliveryAnnotations", "amqp.messageAnnotations", "amqp.applicationProperties", "amqp.footer":
+		return true
+	}
+	return false
+}
+
+// entryKey reports whether a map key can extend a dotted field name.
+func entryKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func descriptorText(code uint64, sym []byte) string {

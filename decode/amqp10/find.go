@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -262,6 +263,11 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 	var cm *CompletedMessage
 	if dissector != headerDissector {
 		cm = MessageOf(u)
+	}
+	if i := strings.LastIndexByte(name, '.'); i > 0 && openSection(name[:i]) && entryKey(name[i+1:]) {
+		// An entry of a map section: only a unit completing a message
+		// has one, and the tree finds it.
+		return f, false, cm == nil
 	}
 	switch {
 	case s.class == nameUnknown && (cm == nil || len(cm.Annotations) == 0):

@@ -527,3 +527,47 @@ func BenchmarkFindDeliveryID(b *testing.B) {
 	})
 	b.Run("Fields", func(b *testing.B) { run(b, tree) })
 }
+
+// TestSectionEntriesNamed: entries of the map sections are named by their
+// keys in the tree (amqp.applicationProperties.source), the names are
+// open tables for the filter, and the finder leaves them to the tree on
+// units completing a message and says absent on the others.
+func TestSectionEntriesNamed(t *testing.T) {
+	us := captureUnits(t, "../../testdata/amqp10-proton.pcapng")
+	const name = "amqp.applicationProperties.source"
+	found := 0
+	for _, u := range us {
+		var got *decode.Field
+		decode.Walk(u.Fields(), func(f *decode.Field) bool {
+			if f.Name == name {
+				got = f
+			}
+			return got == nil
+		})
+		_, ok, handled := u.FindField(name, 0)
+		switch {
+		case got != nil:
+			found++
+			if got.Value != "proton" || got.Key != "source" {
+				t.Errorf("unit %d: %s = %+v", u.N, name, *got)
+			}
+			if handled {
+				t.Errorf("unit %d: the finder answered %s (ok %v) instead of leaving it to the tree", u.N, name, ok)
+			}
+		case MessageOf(u) == nil && (!handled || ok):
+			t.Errorf("unit %d (%s) has no message, yet the finder gives handled %v ok %v", u.N, u.Type, handled, ok)
+		}
+	}
+	if found == 0 {
+		t.Fatalf("no unit of the Proton capture has %s", name)
+	}
+	open := false
+	for _, n := range decode.FieldNames() {
+		if n.Name == "amqp.applicationProperties" {
+			open = n.Open
+		}
+	}
+	if !open {
+		t.Error("amqp.applicationProperties is not registered as an open table")
+	}
+}

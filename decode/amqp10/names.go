@@ -27,7 +27,11 @@ func init() {
 	}
 	for code := DescriptorHeader; code <= DescriptorFooter; code++ {
 		if n := sectionName(code); n != "" {
-			fs = append(fs, decode.FieldName{Name: n, Proto: p, Doc: "AMQP 1.0 message section"})
+			doc := "AMQP 1.0 message section"
+			if openSection(n) {
+				doc += "; " + n + ".KEY is its entry KEY"
+			}
+			fs = append(fs, decode.FieldName{Name: n, Proto: p, Doc: doc, Open: openSection(n)})
 		}
 	}
 	// Composite fields: one name may stand for fields of several types
