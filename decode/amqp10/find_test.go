@@ -23,9 +23,15 @@ var registerOnce sync.Once
 // section's name on a frame without a message.
 func registerKnownNames() {
 	registerOnce.Do(func() {
+		have := map[string]bool{}
+		for _, n := range decode.FieldNames() {
+			have[n.Name] = true
+		}
 		var fs []decode.FieldName
 		for n := range knownNames {
-			fs = append(fs, decode.FieldName{Name: n, Proto: decode.ProtoAMQP10, Doc: "test"})
+			if !have[n] { // keep the package's own registrations (docs, Open)
+				fs = append(fs, decode.FieldName{Name: n, Proto: decode.ProtoAMQP10, Doc: "test"})
+			}
 		}
 		decode.RegisterFieldNames(fs...)
 	})
