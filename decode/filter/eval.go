@@ -63,12 +63,23 @@ func eval(n *node, c *evalCtx) bool {
 			var v value
 			return virtualValue(c.u, n.virt, 0, &v)
 		}
-		if !c.dissected {
-			if _, ok, handled := c.u.FindField(n.field, 0); handled {
-				return ok
+		if n.memo != nil {
+			var v value
+			if st := n.memo.lookup(c.u.N, &v); st != memoUnknown {
+				return st == memoKept
 			}
 		}
-		return exists(c.tree(), n.field)
+		ok, handled := false, false
+		if !c.dissected {
+			_, ok, handled = c.u.FindField(n.field, 0)
+		}
+		if !handled {
+			ok = exists(c.tree(), n.field)
+		}
+		if !ok && n.memo != nil {
+			n.memo.markAbsent(c.u.N)
+		}
+		return ok
 	}
 	// nTest: any occurrence decides, or with all, any failing one does;
 	// all over no occurrence is false (the field must exist, as in
@@ -84,12 +95,28 @@ func eval(n *node, c *evalCtx) bool {
 		}
 		return found && n.all
 	}
+	if n.memo != nil {
+		var v value
+		switch n.memo.lookup(c.u.N, &v) {
+		case memoAbsent:
+			return false // a test over no occurrence fails, with any or all
+		case memoKept:
+			return test(n, &v) // one occurrence: any and all agree
+		}
+	}
 	if !c.dissected {
-		if r, handled := testFinder(c.u, n); handled {
+		if r, found, handled := testFinder(c.u, n); handled {
+			if !found && n.memo != nil {
+				n.memo.markAbsent(c.u.N)
+			}
 			return r
 		}
 	}
-	if done, r := testTree(c.tree(), n, &found); done {
+	done, r := testTree(c.tree(), n, &found)
+	if !found && n.memo != nil {
+		n.memo.markAbsent(c.u.N)
+	}
+	if done {
 		return r
 	}
 	return found && n.all
@@ -107,21 +134,27 @@ func exists(fs []*decode.Field, name string) bool {
 // testFinder runs n's test over every occurrence of n.field that the
 // unit's protocol finder gives, without building the tree; handled false
 // means the finder cannot answer and the tree must be searched.
-func testFinder(u *decode.Unit, n *node) (r, handled bool) {
-	found := false
+//
+// With a memo, a field that occurs once is kept there for the next runs.
+func testFinder(u *decode.Unit, n *node) (r, found, handled bool) {
 	for k := 0; ; k++ {
 		f, ok, h := u.FindField(n.field, k)
 		if !h {
-			return false, false
+			return false, false, false
 		}
 		if !ok {
-			return found && n.all, true
+			return found && n.all, found, true
 		}
 		found = true
 		var v value
 		v.setField(&f)
+		if k == 0 && n.memo != nil && n.memo.valued.Load() != valuedNo {
+			if _, more, _ := u.FindField(n.field, 1); !more {
+				n.memo.keep(u.N, &v)
+			}
+		}
 		if test(n, &v) != n.all {
-			return !n.all, true
+			return !n.all, true, true
 		}
 	}
 }

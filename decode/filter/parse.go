@@ -95,6 +95,10 @@ type node struct {
 	re  *regexp.Regexp
 	set []setElem
 
+	// memo, for tree fields compiled with a Memo, remembers what units
+	// hold for the field.
+	memo *fieldMemo
+
 	// fast, when set, says the test can skip the general value machinery:
 	// an integer virtual field ordered against an integer literal, or a
 	// string virtual field tested for equality (see fastTest).
@@ -115,9 +119,14 @@ type setElem struct{ lo, hi *literal }
 
 // Compile parses a display filter. An expression of only white space
 // compiles to a filter that matches every unit. Errors are *[Error].
-func Compile(expr string) (*Filter, error) {
+func Compile(expr string) (*Filter, error) { return CompileWith(expr, nil) }
+
+// CompileWith is Compile with a memory of what units hold for tree
+// fields, shared by the filters of one browsing session (see [Memo]); nil
+// is Compile.
+func CompileWith(expr string, memo *Memo) (*Filter, error) {
 	names, open := knownNames()
-	p := parser{lex: lexer{src: expr}, names: names, open: open}
+	p := parser{lex: lexer{src: expr}, names: names, open: open, memo: memo}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -146,6 +155,7 @@ type parser struct {
 	tok      token
 	names    []string
 	open     []string // open tables: any name under them is valid
+	memo     *Memo
 	dissects bool
 }
 
@@ -342,6 +352,7 @@ func (p *parser) resolve(n *node) error {
 		return e
 	}
 	p.dissects = true
+	n.memo = p.memo.field(n.field)
 	return nil
 }
 
