@@ -65,6 +65,10 @@ type Decoder struct {
 	// known or when unlimited.
 	frameMax int
 	scratch  []byte
+	// last holds the last summary of method, header and body frames per
+	// direction: runs of identical ones (a publisher's publish, header and
+	// body, over and over) share one string.
+	last [2][3]string
 	// inflight is the body bytes copied for messages not yet complete, on
 	// all channels: bounded by Options.MaxMessage.
 	inflight int
@@ -429,6 +433,20 @@ func (d *Decoder) text(s []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
+// summary is text for a frame of kind (0 method, 1 header, 2 body) in
+// direction dir, reusing the previous such frame's summary when it is the
+// same: on a busy connection most summaries repeat, and a million units
+// would otherwise keep a million copies.
+func (d *Decoder) summary(dir decode.Dir, kind int, s []byte) string {
+	last := &d.last[dir&1][kind]
+	if string(s) == *last && *last != "" {
+		d.scratch = s
+		return *last
+	}
+	*last = d.text(s)
+	return *last
+}
+
 // carve returns a copy of b that the unit owns.
 func (d *Decoder) carve(b []byte) []byte {
 	if len(b) > rawCarved {
@@ -557,7 +575,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		}
 		ds.msgs[u.Channel] = &assembly{method: p, methodUnit: u}
 	}
-	u.Summary = d.text(s)
+	u.Summary = d.summary(u.Dir, 0, s)
 }
 
 // appendPeer appends the product and version a peer announced.
@@ -651,7 +669,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		d.drop(ds, u.Channel)
 		return
 	}
-	u.Summary = d.text(appendHeaderSummary(d.scratch[:0], &ds.hdr))
+	u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr))
 	a := ds.msgs[u.Channel]
 	if a == nil {
 		u.Warn("content header without a method that carries content")
@@ -703,7 +721,7 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			d.complete(dir, u, a)
 		}
 	}
-	u.Summary = d.text(s)
+	u.Summary = d.summary(u.Dir, 2, s)
 }
 
 // drop forgets the message in flight on channel ch.
