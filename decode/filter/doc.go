@@ -160,10 +160,16 @@
 //
 // # Cost
 //
-// [Filter.Match] reads virtual fields directly. The first test that names
-// any other field makes it build the unit's field tree with
-// [decode.Unit.Fields], once per call; [Filter.Dissects] says whether a
-// filter can need that. Tests run left to right and stop early, so put
-// virtual tests first: `amqp.method == "basic.publish" &&
-// amqp.method.arguments.routing_key == "x"` dissects only publishes.
+// [Filter.Match] reads virtual fields directly; integer fields ordered
+// against integers and string fields tested for equality take one
+// comparison. A test that names any other field asks the unit's protocol
+// finder ([decode.Finder]) for just that field, which reads the unit's
+// bytes without building its tree, and only when the finder cannot answer
+// builds the tree with [decode.Unit.Fields], once per call;
+// [Filter.Dissects] says whether a filter can need either. Filters
+// compiled with [CompileWith] share a [Memo] of what units hold for tree
+// fields, so that running them again (an edited literal) reads neither.
+// Tests run left to right and stop early, so put virtual tests first:
+// `amqp.method == "basic.publish" && amqp.method.arguments.routing_key ==
+// "x"` looks up routing keys on publishes only.
 package filter
