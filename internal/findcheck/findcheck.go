@@ -36,14 +36,15 @@ func Names(tree []*decode.Field) []string {
 // occurrence where a handled lookup disagrees with the tree.
 func Check(u *decode.Unit) error {
 	tree := u.Fields()
+	byName := map[string][]*decode.Field{}
+	decode.Walk(tree, func(f *decode.Field) bool {
+		if f.Name != "" {
+			byName[f.Name] = append(byName[f.Name], f)
+		}
+		return true
+	})
 	for _, name := range Names(tree) {
-		var want []*decode.Field
-		decode.Walk(tree, func(f *decode.Field) bool {
-			if f.Name == name {
-				want = append(want, f)
-			}
-			return true
-		})
+		want := byName[name]
 		for k := 0; k <= len(want); k++ {
 			got, ok, handled := u.FindField(name, k)
 			if !handled {
