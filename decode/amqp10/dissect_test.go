@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/adler32"
 	"hash/crc32"
-	"os"
 	"strconv"
 	"testing"
 
@@ -253,21 +252,7 @@ func TestChecksumFieldRanges(t *testing.T) {
 // Proton summed; the multi-transfer message, whose bare message starts in
 // an earlier frame, has none for the verdict.
 func TestChecksumFieldRangesProton(t *testing.T) {
-	var recs []*recording
-	for i := 1; ; i++ {
-		b, err := os.ReadFile(fixture(protonFixture + ".conn" + strconv.Itoa(i) + ".rec"))
-		if err != nil {
-			break
-		}
-		rec, err := unmarshalRecording(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
-	if len(recs) == 0 {
-		t.Fatal("no proton recordings")
-	}
+	recs := loadProtonRecordings(t)
 	single, multi := 0, 0
 	for ci, rec := range recs {
 		for _, u := range collect(t, nil, 0, rec.chunks...) {

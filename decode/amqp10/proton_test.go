@@ -77,19 +77,7 @@ func TestProtonFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []*recording
-	for i := 1; ; i++ {
-		b, err := os.ReadFile(fixture(protonFixture + ".conn" + strconv.Itoa(i) + ".rec"))
-		if err != nil {
-			break
-		}
-		rec, err := unmarshalRecording(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
-	checkProton(t, recs, trace, man)
+	checkProton(t, loadProtonRecordings(t), trace, man)
 }
 
 // protonFrame is one line of Proton's frame trace.
