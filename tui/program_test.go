@@ -86,9 +86,9 @@ func TestProgram(t *testing.T) {
 // commands on goroutines of their own.
 func TestProgramBurstOfKeys(t *testing.T) {
 	const expr = `frame.len > 1000000000`
-	// A million units keep both processors busy scanning while the keys
-	// arrive, which is when the commands' goroutines get reordered.
-	units := oneMillion()
+	// Many units keep the processors busy scanning while the keys arrive,
+	// which is when commands' goroutines get reordered.
+	units := fake.Generate(200000, 3)
 	for round := 0; round < 10; round++ {
 		ch := make(chan []*decode.Unit, 1)
 		ch <- units
@@ -98,6 +98,7 @@ func TestProgramBurstOfKeys(t *testing.T) {
 		var once sync.Once
 		var sent sync.WaitGroup
 		sent.Add(1)
+		exited := make(chan struct{})
 		settle := func(m tea.Model, msg tea.Msg) tea.Msg {
 			once.Do(func() { close(started) })
 			if mm, ok := m.(Model); ok && mm.done && mm.bar.Value() == expr && !mm.flt.running {
@@ -114,13 +115,21 @@ func TestProgramBurstOfKeys(t *testing.T) {
 			for _, k := range expr {
 				p.Send(tea.KeyPressMsg{Code: k, Text: string(k)})
 			}
-			// Let every command of the burst finish before asking to quit.
-			time.Sleep(50 * time.Millisecond)
-			p.Send(settledMsg{})
+			// Ask to quit until the program has settled: every command of
+			// the burst finished, the last scan done.
+			for {
+				select {
+				case <-exited:
+					return
+				case <-time.After(20 * time.Millisecond):
+					p.Send(settledMsg{})
+				}
+			}
 		}()
 		m, err := run(context.Background(), Options{Title: "t", Units: ch},
 			tea.WithInput(nil), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 40), tea.WithoutSignals(),
 			tea.WithFilter(settle), func(q *tea.Program) { p = q })
+		close(exited)
 		sent.Wait()
 		if err != nil {
 			t.Fatal(err)
