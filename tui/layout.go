@@ -95,7 +95,11 @@ func (m *Model) place(p Pane, x, y, w, h int) {
 
 // View renders the program.
 func (m Model) View() tea.View {
-	v := tea.NewView(m.Render())
+	screen := m.Render
+	if m.pace != nil {
+		screen = func() string { return m.pace.render(m.Render) }
+	}
+	v := tea.NewView(screen())
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion
 	v.WindowTitle = "wiretap " + m.opt.Title

@@ -84,7 +84,8 @@ type Model struct {
 	prefix  string // "m" or "'" awaiting a letter
 	count   int    // numeric prefix (vim's count)
 	ticking bool
-	driven  bool // tests deliver units and skip timers
+	driven  bool   // tests deliver units and skip timers
+	pace    *pacer // nil: every View renders (tests driving the model)
 }
 
 // New builds the model; Init starts reading opt.Units.
@@ -162,7 +163,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseMsg:
 		cmd = m.mouse(msg)
 	}
-	return m, tea.Batch(cmd, m.sync())
+	cmd = tea.Batch(cmd, m.sync())
+	if m.pace != nil {
+		cmd = tea.Batch(cmd, m.pace.pace(msg))
+	}
+	return m, cmd
 }
 
 // sync propagates selection: unit -> detail and hex, field -> highlight.

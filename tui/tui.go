@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -78,7 +79,9 @@ func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Mode
 		}
 		opts = append(opts, tea.WithInput(ttyin.New(in)))
 	}
-	p := tea.NewProgram(New(opt), append(opts, extra...)...)
+	model := New(opt)
+	model.pace = &pacer{now: time.Now}
+	p := tea.NewProgram(model, append(opts, extra...)...)
 	m, err := p.Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return m, nil
