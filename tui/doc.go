@@ -11,4 +11,11 @@
 // tui/components/<name> with Update, View and SetSize; units live in
 // tui/store; keys in tui/keys (DefaultKeyMap) and colours in tui/styles
 // (DefaultStyles).
+//
+// Responsiveness on millions of units: filters run on background
+// goroutines (a first screenful, then the rest on every processor) and
+// share a filter.Memo of what units hold; the bar's reports are acted on
+// in key order; [Run] renders at most once per frame (pace.go) and reads
+// the terminal through tui/internal/ttyin, which reports a lone Escape
+// without the input parser's 50 ms wait.
 package tui
