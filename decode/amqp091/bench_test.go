@@ -174,3 +174,40 @@ func BenchmarkDecoder(b *testing.B) {
 		})
 	}
 }
+
+// TestFindFieldAllocs: the finder allocates nothing when the field is
+// absent (the common case of a filter scan) and at most the boxing of the
+// value when it is found; the unit's tree is never built.
+func TestFindFieldAllocs(t *testing.T) {
+	var units []*decode.Unit
+	d := New(&decode.Conn{ID: 1}, decode.DefaultOptions(), func(u *decode.Unit) { units = append(units, u) })
+	d.Feed(decode.DirF, append([]byte(ProtocolHeader), publishFrame...), t0)
+	var pub *decode.Unit
+	for _, u := range units {
+		if u.Type == "basic.publish" {
+			pub = u
+		}
+	}
+	if pub == nil {
+		t.Fatal("no basic.publish unit")
+	}
+	for _, c := range []struct {
+		name   string
+		found  bool
+		allocs float64
+	}{
+		{"amqp.method.arguments.delivery_tag", false, 0}, // publish has none
+		{"amqp.method.properties.content_type", false, 0},
+		{"amqp.method.arguments.mandatory", true, 0}, // a bool boxes for free
+		{"amqp.method.arguments.routing_key", true, 1},
+	} {
+		var ok, handled bool
+		n := testing.AllocsPerRun(100, func() { _, ok, handled = pub.FindField(c.name, 0) })
+		if !handled || ok != c.found {
+			t.Errorf("%s: handled %v found %v, want handled, found %v", c.name, handled, ok, c.found)
+		}
+		if n > c.allocs {
+			t.Errorf("%s: %v allocations per lookup, want at most %v", c.name, n, c.allocs)
+		}
+	}
+}

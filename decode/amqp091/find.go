@@ -3,6 +3,7 @@ package amqp091
 import (
 	"encoding/binary"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -30,12 +31,13 @@ const (
 	propsPrefix = "amqp.method.properties."
 )
 
-// findField is the package's decode.Finder. It answers for well-formed
-// frames (not the protocol header, malformed bytes or redacted units) and
-// for fields whose occurrences it can tell exactly: the frame length,
-// method arguments and content properties that are not tables, and body
-// payloads; everything else on a frame that could hold it is left to the
-// tree.
+// findField is the package's decode.Finder. It answers for frames and
+// protocol headers whose trees this package built: the frame length,
+// method class, method, name and non-table arguments, content-header
+// fields and non-table properties, and body payloads; frames whose type
+// cannot hold the name are answered from the unit type without touching
+// their bytes. Table entries, redacted arguments, a completed message's
+// summary and frames with errors are left to the tree.
 func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled bool) {
 	pc := reflect.ValueOf(u.Dissect).Pointer()
 	if pc != pcFrame && pc != pcMessage && pc != pcProtocolHeader {
@@ -44,18 +46,17 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 	if !strings.HasPrefix(name, "amqp.") {
 		return f, false, true // the trees hold only amqp.* names
 	}
-	raw := u.Raw
 	if pc == pcProtocolHeader {
 		// Its tree holds the amqp.init.* fields only.
 		return f, false, !strings.HasPrefix(name, "amqp.init.")
 	}
-	// A frame's unit type says its frame type: most frames cannot hold
-	// the name, and are answered without touching their bytes.
-	if !frameMayHold(u.Type, name) {
+	ft := unitFrameType(u.Type)
+	if !frameMayHold(ft, name) {
 		return f, false, true
 	}
+	raw := u.Raw
 	h, hok := PeekFrameHead(raw)
-	if !hok || !h.Type.Valid() || u.Err() != "" || u.Type == UnitMalformed {
+	if !hok || h.Type != ft || u.Err() != "" {
 		return f, false, false
 	}
 	end := min(FrameHeaderSize+int(h.Size), len(raw))
@@ -65,9 +66,6 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		f = decode.Field{Key: "length", Name: name, Value: uint64(h.Size), Encoding: "long", Offset: 3, Length: 4}
 		return f, k == 0, true
 	case strings.HasPrefix(name, argsPrefix):
-		if h.Type != FrameMethod {
-			return f, false, true
-		}
 		if len(payload) < 4 {
 			return f, false, true // the tree holds an error field only
 		}
@@ -81,9 +79,6 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		w := newArgWalk(payload[4:], info.Args)
 		return findArg(&w, FrameHeaderSize+4, name, len(argsPrefix), k)
 	case strings.HasPrefix(name, propsPrefix):
-		if h.Type != FrameHeader {
-			return f, false, true
-		}
 		if len(payload) < 14 {
 			return f, false, true // the tree holds an error field only
 		}
@@ -91,41 +86,27 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		w := newPropWalk(payload[off:], binary.BigEndian.Uint16(payload[12:]))
 		return findArg(&w, FrameHeaderSize+off, name, len(propsPrefix), k)
 	case name == "amqp.payload":
-		if h.Type != FrameBody {
-			return f, false, true
-		}
 		f = decode.Field{Key: "payload", Name: name, Value: payload, Encoding: "bytes", Offset: FrameHeaderSize, Length: len(payload)}
 		return f, k == 0, true
 	case strings.HasPrefix(name, "amqp.method."), name == "amqp.method":
-		if h.Type != FrameMethod || len(payload) < 4 || k > 0 {
+		if len(payload) < 4 || k > 0 {
 			return f, false, true
 		}
 		info := LookupMethod(binary.BigEndian.Uint16(payload), binary.BigEndian.Uint16(payload[2:]))
-		for i, n := range methodFieldNames {
-			if n == name {
-				if info == nil && i >= 2 {
-					return f, false, true // unknown methods have class and method only
-				}
-				return methodField(payload, FrameHeaderSize, info, i), true, true
-			}
+		if i := slices.Index(methodFieldNames[:], name); i >= 0 && (info != nil || i < 2) {
+			return methodField(payload, FrameHeaderSize, info, i), true, true
 		}
-		return f, false, true
+		return f, false, true // unknown methods have class and method only
 	case strings.HasPrefix(name, "amqp.header."):
-		if h.Type != FrameHeader || len(payload) < 14 || k > 0 {
+		if len(payload) < 14 || k > 0 {
 			return f, false, true
 		}
-		for i, n := range headerFieldNames {
-			if n == name {
-				return headerField(payload, FrameHeaderSize, i), true, true
-			}
+		if i := slices.Index(headerFieldNames[:], name); i >= 0 {
+			return headerField(payload, FrameHeaderSize, i), true, true
 		}
 		return f, false, true
-	case strings.HasPrefix(name, "amqp.message."), name == "amqp.message":
-		// Only the frame that completes a message (a header or a body)
-		// carries the message's summary.
-		return f, false, h.Type != FrameHeader && h.Type != FrameBody
 	}
-	return f, false, false
+	return f, false, false // a completed message's summary, anything else
 }
 
 // argKey returns the spec name of info's argument whose Wireshark name is
@@ -139,24 +120,28 @@ func argKey(info *MethodInfo, ws string) string {
 	return ""
 }
 
-// frameMayHold reports whether the tree of a frame whose unit type is typ
-// can hold the field name: method arguments only in method frames,
-// content-header fields and properties only in header frames, the payload
-// only in body frames, a completed message only in header and body frames.
-func frameMayHold(typ, name string) bool {
-	ft := FrameMethod
+// unitFrameType returns the frame type a frame unit's type says.
+func unitFrameType(typ string) FrameType {
 	switch typ {
 	case UnitContentHeader:
-		ft = FrameHeader
+		return FrameHeader
 	case UnitContentBody:
-		ft = FrameBody
+		return FrameBody
 	case UnitHeartbeat:
-		ft = FrameHeartbeat
+		return FrameHeartbeat
 	}
+	return FrameMethod
+}
+
+// frameMayHold reports whether the tree of a frame of type ft can hold
+// the field name: method fields only in method frames, content-header
+// fields and properties only in header frames, the payload only in body
+// frames, a completed message only in header and body frames.
+func frameMayHold(ft FrameType, name string) bool {
 	switch {
-	case strings.HasPrefix(name, "amqp.method.properties."):
+	case strings.HasPrefix(name, propsPrefix):
 		return ft == FrameHeader
-	case strings.HasPrefix(name, "amqp.method."):
+	case strings.HasPrefix(name, "amqp.method."), name == "amqp.method":
 		return ft == FrameMethod
 	case strings.HasPrefix(name, "amqp.header."):
 		return ft == FrameHeader

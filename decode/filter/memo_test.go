@@ -203,3 +203,25 @@ func TestMemoBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoAllocs: once the memo knows the units, a filter compiled with it
+// allocates nothing, on units that lack the field and on units whose value
+// it kept.
+func TestMemoAllocs(t *testing.T) {
+	units := memoUnits(30)
+	memo := NewMemo()
+	for _, expr := range []string{`amqp.method.arguments.routing_key == "orders.3"`, `amqp.method.arguments.delivery_tag > 5`} {
+		f, err := CompileWith(expr, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range units {
+			f.Match(u) // fill the memo
+		}
+		for _, u := range units[1:4] { // lacks the field, has it once, lacks it
+			if n := testing.AllocsPerRun(100, func() { f.Match(u) }); n != 0 {
+				t.Errorf("%s on unit %d: %v allocations per Match", expr, u.N, n)
+			}
+		}
+	}
+}
