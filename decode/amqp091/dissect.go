@@ -10,8 +10,11 @@ import (
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
-// This file builds field trees. It runs only when someone looks at a unit
-// (the detail pane, JSON output), so it favours clarity over allocation.
+// This file builds field trees. Trees are built only when someone looks at
+// a unit (the detail pane, JSON output), so they favour clarity over
+// allocation; argWalk, which steps through arguments and properties, also
+// serves the finder (find.go) on every unit a filter scans, and allocates
+// nothing of its own.
 
 // argField returns an argument's filterable dotted name.
 func argField(prefix string, a *ArgInfo) string { return prefix + a.Wireshark }
