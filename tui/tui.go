@@ -56,29 +56,28 @@ type Options struct {
 // Run runs the program in the terminal (alternate screen, mouse on) until
 // the user quits or ctx is cancelled.
 func Run(ctx context.Context, opt Options) error {
-	_, err := run(ctx, opt)
+	// The terminal, as bubbletea would pick it, with esc reported at once
+	// (see package ttyin).
+	in := os.Stdin
+	if !term.IsTerminal(in.Fd()) {
+		tty, out, err := tea.OpenTTY()
+		if err != nil {
+			return fmt.Errorf("tui: open terminal: %w", err)
+		}
+		defer tty.Close()
+		defer out.Close()
+		in = tty
+	}
+	_, err := run(ctx, opt, tea.WithInput(ttyin.New(in)))
 	return err
 }
 
+// run runs the program with options extra after the defaults (tests give
+// their own input and output).
 func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Model, error) {
 	// 120 frames a second, bubbletea's most: a change waits at most 8 ms
 	// for the screen instead of 17, and an idle screen costs nothing.
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(120)}
-	if len(extra) == 0 {
-		// The terminal, as bubbletea would pick it, with esc reported at
-		// once (see package ttyin).
-		in := os.Stdin
-		if !term.IsTerminal(in.Fd()) {
-			tty, out, err := tea.OpenTTY()
-			if err != nil {
-				return nil, fmt.Errorf("tui: open terminal: %w", err)
-			}
-			defer tty.Close()
-			defer out.Close()
-			in = tty
-		}
-		opts = append(opts, tea.WithInput(ttyin.New(in)))
-	}
 	model := New(opt)
 	model.pace = &pacer{now: time.Now}
 	p := tea.NewProgram(model, append(opts, extra...)...)
