@@ -152,6 +152,21 @@ type tracer struct {
 	bad   bool
 }
 
+// formatsAndValues traces Bind's and FunctionCall's parameter format
+// codes and parameter values (length-prefixed, -1 for NULL).
+func (t *tracer) formatsAndValues() {
+	n := t.int16()
+	for i := 0; i < n && !t.bad; i++ {
+		t.int16()
+	}
+	n = t.int16()
+	for i := 0; i < n && !t.bad; i++ {
+		if l := t.int32(); l != -1 {
+			t.nchar(l, false)
+		}
+	}
+}
+
 func (t *tracer) ok(n int) bool {
 	if t.bad || t.cur+n > len(t.m) || n < 0 {
 		t.bad = true
@@ -317,17 +332,8 @@ func (t *tracer) typed(u *decode.Unit) []byte {
 		t.name("Bind")
 		t.string()
 		t.string()
-		n := t.int16()
-		for i := 0; i < n && !t.bad; i++ {
-			t.int16()
-		}
-		n = t.int16()
-		for i := 0; i < n && !t.bad; i++ {
-			if l := t.int32(); l != -1 {
-				t.nchar(l, false)
-			}
-		}
-		n = t.int16()
+		t.formatsAndValues()
+		n := t.int16() // result format codes
 		for i := 0; i < n && !t.bad; i++ {
 			t.int16()
 		}
@@ -382,16 +388,7 @@ func (t *tracer) typed(u *decode.Unit) []byte {
 	case 'F':
 		t.name("FunctionCall")
 		t.int32()
-		n := t.int16()
-		for i := 0; i < n && !t.bad; i++ {
-			t.int16()
-		}
-		n = t.int16()
-		for i := 0; i < n && !t.bad; i++ {
-			if l := t.int32(); l != -1 {
-				t.nchar(l, false)
-			}
-		}
+		t.formatsAndValues()
 		t.int16()
 	case 'G', 'H':
 		if id == 'H' && toServer {
