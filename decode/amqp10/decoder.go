@@ -328,13 +328,7 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 		}
 		s = appendStr(s, " name=", b, c, 0)
 		s = appendUint(s, " handle=", b, c, 1)
-		if r, ok := c.Bool(b, 2); ok {
-			if r {
-				s = append(s, " role=receiver"...)
-			} else {
-				s = append(s, " role=sender"...)
-			}
-		}
+		s = appendRole(s, b, c, 2)
 		s = appendTerminus(s, " source=", b, c, 5)
 		s = appendTerminus(s, " target=", b, c, 6)
 	case DescriptorFlow:
@@ -350,13 +344,7 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 	case DescriptorTransfer:
 		s = d.transfer(dir, st, u, c, payload, s)
 	case DescriptorDisposition:
-		if r, ok := c.Bool(b, 0); ok {
-			if r {
-				s = append(s, " role=receiver"...)
-			} else {
-				s = append(s, " role=sender"...)
-			}
-		}
+		s = appendRole(s, b, c, 0)
 		s = appendUint(s, " first=", b, c, 1)
 		s = appendUint(s, " last=", b, c, 2)
 		s = appendBool(s, " settled", b, c, 3)
@@ -476,6 +464,19 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
+}
+
+// appendRole appends " role=sender" or " role=receiver" for the role
+// field i of c, nothing when it is absent.
+func appendRole(s, b []byte, c *Composite, i int) []byte {
+	r, ok := c.Bool(b, i)
+	switch {
+	case !ok:
+		return s
+	case r:
+		return append(s, " role=receiver"...)
+	}
+	return append(s, " role=sender"...)
 }
 
 func appendUint(s []byte, label string, b []byte, c *Composite, i int) []byte {
