@@ -32,7 +32,7 @@ const (
 	maxMemoFields   = 64
 	maxValuedFields = 6
 	memoChunkUnits  = 1 << 16 // units per chunk
-	memoChunks      = 1 << 15 // chunks per field: 2^31 units
+	memoChunks      = 1 << 11 // chunks per field: 134M units, 16 KiB of pointers
 )
 
 // fieldMemo is one field's memory, in chunks allocated as units are seen.
