@@ -143,8 +143,8 @@ var patternCases = []struct {
 	{"^..$", "é", true},       // byte-wise: two bytes
 	{"^é$", "é", true},        // non-ASCII patterns match their bytes
 	{"^[é]$", "\xc3", true},   // a class of bytes, as PCRE sees it
-	{"amq\\.default", "amq.default", true},
-	{"amq\\.default", "amqxdefault", false},
+	{"amq\\.default", "my-amq.default", true}, // not amq.*: RabbitMQ reserves those names
+	{"amq\\.default", "my-amqxdefault", false},
 	{"^(a|b)+$", "abba", true},
 	{"\\d+", "q1", true},
 	{"^\\w+$", "é", false},
