@@ -138,11 +138,11 @@ var patternCases = []struct {
 	{".*", "anything", true},
 	{"^(.|qq)$", "a", true},
 	{"^(.|qq)$", "qq", true},
-	{"^(.|qq)$", "Qq", false}, // case matters
-	{"^(.|qq)$", "é", false},  // byte-wise: two bytes
-	{"^..$", "é", true},       // byte-wise: two bytes
-	{"^é$", "é", true},        // non-ASCII patterns match their bytes
-	{"^[é]$", "\xc3", true},   // a class of bytes, as PCRE sees it
+	{"^(.|qq)$", "Qq", false},                 // case matters
+	{"^(.|qq)$", "é", false},                  // byte-wise: two bytes
+	{"^..$", "é", true},                       // byte-wise: two bytes
+	{"^é$", "é", true},                        // non-ASCII patterns match their bytes
+	{"^[é]$", "\xc3", true},                   // a class of bytes, as PCRE sees it
 	{"amq\\.default", "my-amq.default", true}, // not amq.*: RabbitMQ reserves those names
 	{"amq\\.default", "my-amqxdefault", false},
 	{"^(a|b)+$", "abba", true},
