@@ -37,8 +37,13 @@ type session struct {
 // when the test ends.
 func startTUI(t *testing.T, env []string, args ...string) *session {
 	t.Helper()
+	return startPane(t, env, append([]string{wiretap(t)}, args...))
+}
+
+// startPane is startTUI for any command line (argv[0] included).
+func startPane(t *testing.T, env []string, argv []string) *session {
+	t.Helper()
 	needTool(t, "tmux")
-	bin := wiretap(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tmux.conf")
 	// remain-on-exit keeps the last screen for the failure message.
@@ -48,8 +53,8 @@ func startTUI(t *testing.T, env []string, args ...string) *session {
 	s := &session{t: t, base: []string{"-S", filepath.Join(dir, "sock"), "-f", conf}, status: filepath.Join(dir, "status")}
 	cmd := append([]string{"new-session", "-d", "-s", "w",
 		"-x", strconv.Itoa(termWidth), "-y", strconv.Itoa(termHeight), "--", "env"}, env...)
-	cmd = append(cmd, "sh", "-c", `"$0" "$@"; echo $? >`+shellQuote(s.status)+".tmp && mv "+shellQuote(s.status)+".tmp "+shellQuote(s.status), bin)
-	cmd = append(cmd, args...)
+	cmd = append(cmd, "sh", "-c", `"$0" "$@"; echo $? >`+shellQuote(s.status)+".tmp && mv "+shellQuote(s.status)+".tmp "+shellQuote(s.status))
+	cmd = append(cmd, argv...)
 	s.tmux(cmd...)
 	t.Cleanup(func() { exec.Command("tmux", append(s.base, "kill-server")...).Run() })
 	return s

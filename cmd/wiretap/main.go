@@ -52,12 +52,21 @@ func newRoot() *cobra.Command {
 		Short: "Inspect and debug AMQP 0-9-1, AMQP 1.0 and PostgreSQL wire traffic",
 		Long: `wiretap decodes AMQP 0-9-1, AMQP 1.0 and PostgreSQL v3 traffic frame by frame,
 from pcap/pcapng files, live capture, a proxy in front of a server, or its
-own embedded broker, and shows it in a terminal UI or prints it.`,
+own embedded broker, and shows it in a terminal UI or prints it.
+
+With no command, wiretap starts its embedded RabbitMQ-compatible broker on
+127.0.0.1:5672 and opens the TUI on its traffic (see 'wiretap broker --help').`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		// Plain wiretap is the broker with its defaults and the TUI on its
+		// traffic (headless without a terminal).
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmd.Help()
+			bc := newBrokerCmd()
+			if err := bc.ParseFlags(nil); err != nil {
+				return err
+			}
+			return bc.RunE(bc, nil)
 		},
 	}
 	var cpuProfile string

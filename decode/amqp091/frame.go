@@ -267,6 +267,18 @@ func (fr *FrameReader) ReadFrame() (Frame, error) {
 	}
 }
 
+// Buffered returns the bytes read from the stream and not yet returned as
+// frames: a broker answers what it has read once no whole frame is left
+// (publisher confirms coalesced per batch, say).
+func (fr *FrameReader) Buffered() int { return fr.end - fr.beg }
+
+// BufferedFrame reports whether a whole frame is buffered, so the next
+// ReadFrame will not wait for the stream.
+func (fr *FrameReader) BufferedFrame() bool {
+	h, ok := PeekFrameHead(fr.buf[fr.beg:fr.end])
+	return ok && uint64(fr.end-fr.beg) >= uint64(h.Size)+FrameOverhead
+}
+
 // fill makes sure n bytes are buffered from beg.
 func (fr *FrameReader) fill(n int) error {
 	if n > len(fr.buf) {

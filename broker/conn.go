@@ -1,0 +1,485 @@
+package broker
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// Connection states as RabbitMQ's management API names them.
+const (
+	stateStarting = "starting"
+	stateTuning   = "tuning"
+	stateOpening  = "opening"
+	stateRunning  = "running"
+	stateBlocked  = "blocked"
+	stateClosing  = "closing"
+)
+
+// handshakeTimeout is RabbitMQ's handshake_timeout: the protocol header and
+// the negotiation up to connection.open must be done within it.
+const handshakeTimeout = 10 * time.Second
+
+// closeTimeout bounds the wait for connection.close-ok after the broker
+// closed a connection on an error.
+const closeTimeout = 3 * time.Second
+
+// conn is one client connection. Its reader goroutine runs the connection
+// and channel state machines; its writer goroutine writes what they and
+// the queues delivering to its consumers append to out.
+type conn struct {
+	b     *Broker
+	admin bool // applies definitions: every permission granted
+	nc    net.Conn
+	name  string
+	peer  netip.AddrPort
+	local netip.AddrPort
+	tls   *tls.ConnectionState
+	flow  *tapFlow
+	since time.Time
+
+	fr *amqp091.FrameReader
+	md amqp091.MethodDecoder
+
+	// Negotiated in connection.tune-ok and fixed after.
+	frameMax       uint32
+	channelMax     uint16
+	heartbeat      uint16
+	mechanism      string
+	user           string
+	vh             *vhost
+	clientProps    []byte // copy of start-ok's client-properties table
+	cancelNotify   bool   // capabilities.consumer_cancel_notify
+	authFailClose  bool   // capabilities.authentication_failure_close
+	blockedNotify  bool   // capabilities.connection.blocked
+	blockedSent    bool
+	stateName      atomic.Value // string
+	closingAt      time.Time    // the broker sent connection.close
+	cleaned        bool         // cleanup ran
+	closeRequested atomic.Pointer[string]
+
+	// channels is written by the reader goroutine only; mu guards it for
+	// the read-only view.
+	mu       sync.Mutex
+	channels map[uint16]*channel
+
+	// The writer's side.
+	wmu       sync.Mutex
+	out       []byte
+	spare     []byte
+	wclosed   bool
+	overLimit bool // a delivery saw out past the limit; resume on drain
+	wake      chan struct{}
+	wdone     chan struct{}
+	lastWrite atomic.Int64 // unix nanos
+
+	recvOct, sendOct atomic.Uint64
+	recvCnt, sendCnt atomic.Uint64
+}
+
+// tapReader feeds the tap every byte read from the socket, exactly as read.
+type tapReader struct{ c *conn }
+
+func (r tapReader) Read(p []byte) (int, error) {
+	c := r.c
+	if c.heartbeat > 0 {
+		// Two missed heartbeats close the connection (RabbitMQ: "missed
+		// heartbeats from client").
+		c.nc.SetReadDeadline(time.Now().Add(2 * time.Duration(c.heartbeat) * time.Second))
+	}
+	n, err := c.nc.Read(p)
+	if n > 0 {
+		c.recvOct.Add(uint64(n))
+		c.recvCnt.Add(1)
+		if c.flow != nil {
+			c.b.tap.data(c.flow, true, p[:n])
+		}
+	}
+	return n, err
+}
+
+func newConn(b *Broker, nc net.Conn) *conn {
+	c := &conn{
+		b:        b,
+		nc:       nc,
+		peer:     addrPort(nc.RemoteAddr()),
+		local:    addrPort(nc.LocalAddr()),
+		since:    time.Now(),
+		channels: make(map[uint16]*channel),
+		wake:     make(chan struct{}, 1),
+		wdone:    make(chan struct{}),
+		frameMax: amqp091.FrameMinSize,
+	}
+	c.name = c.peer.String() + " -> " + c.local.String()
+	c.stateName.Store(stateStarting)
+	if tc, ok := nc.(*tls.Conn); ok {
+		st := tc.ConnectionState()
+		c.tls = &st
+	}
+	return c
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+func (c *conn) state() string { return c.stateName.Load().(string) }
+
+func (c *conn) setState(s string) { c.stateName.Store(s) }
+
+func (c *conn) logf(parts ...string) {
+	if c.b.cfg.Log == nil {
+		return
+	}
+	var sb bytes.Buffer
+	sb.WriteString("broker: connection ")
+	sb.WriteString(c.name)
+	sb.WriteString(": ")
+	for _, p := range parts {
+		sb.WriteString(p)
+	}
+	c.b.cfg.Log(sb.String())
+}
+
+// serve runs the connection to its end.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	if c.b.tap != nil {
+		c.flow = c.b.tap.flow(c)
+		defer c.b.tap.close(c.flow)
+	}
+	go c.writer()
+	err := c.run()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.logf(err.Error())
+	}
+	c.cleanup()
+	c.wmu.Lock()
+	c.wclosed = true
+	c.wmu.Unlock()
+	c.signal()
+	<-c.wdone
+}
+
+func (c *conn) run() error {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		c.nc.SetDeadline(time.Now().Add(handshakeTimeout))
+		if err := tc.Handshake(); err != nil {
+			return errors.New("TLS handshake: " + err.Error())
+		}
+		st := tc.ConnectionState()
+		c.tls = &st
+	}
+	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	c.fr = amqp091.NewFrameReader(tapReader{c})
+	c.fr.MaxFrameSize = int(c.b.frameMax) - amqp091.FrameOverhead
+	hdr, err := c.fr.ReadProtocolHeader()
+	if err != nil {
+		return err
+	}
+	if string(hdr[:]) != amqp091.ProtocolHeader {
+		// RabbitMQ answers any other header with the one it speaks.
+		c.send(func(out []byte) []byte { return append(out, amqp091.ProtocolHeader...) })
+		c.flushAndWait()
+		return errors.New("protocol header " + strconv.Quote(string(hdr[:])) + " is not AMQP 0-9-1")
+	}
+	c.send(func(out []byte) []byte { return amqp091.AppendMethodFrame(out, 0, c.b.connectionStart()) })
+	for {
+		if c.vh == nil {
+			// The negotiation as a whole is bounded by the handshake
+			// timeout; after it the heartbeat bounds each read.
+		} else if c.heartbeat == 0 {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var fe *amqp091.FormatError
+			if errors.As(err, &fe) {
+				return c.hardError(c.frameError(fe))
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				if reason := c.closeRequested.Swap(nil); reason != nil {
+					return c.hardError(errorf(amqp091.ConnectionForced, *reason))
+				}
+				if c.vh == nil {
+					return errors.New("handshake timeout")
+				}
+				return errors.New("missed heartbeats from client, timeout: " + strconv.Itoa(int(c.heartbeat)) + "s")
+			}
+			return err
+		}
+		if err := c.frame(f); err != nil {
+			if ae, ok := err.(*amqpError); ok {
+				return c.hardError(ae)
+			}
+			return err
+		}
+		if !c.fr.BufferedFrame() {
+			c.endOfBatch()
+		}
+		if reason := c.closeRequested.Swap(nil); reason != nil {
+			return c.hardError(errorf(amqp091.ConnectionForced, *reason))
+		}
+	}
+}
+
+// frameError turns a framing error into RabbitMQ's 501 FRAME_ERROR.
+func (c *conn) frameError(fe *amqp091.FormatError) *amqpError {
+	return errorf(501, fe.Msg)
+}
+
+// endOfBatch runs when no whole frame is left in the read buffer: what was
+// held back for coalescing (publisher confirms) goes out.
+func (c *conn) endOfBatch() {
+	for _, ch := range c.channels {
+		if ch.confirmPending {
+			ch.flushConfirms()
+		}
+	}
+}
+
+// frame handles one frame read from the client.
+func (c *conn) frame(f amqp091.Frame) error {
+	if !c.closingAt.IsZero() {
+		// After connection.close the broker discards everything but
+		// close and close-ok (spec §2.2.4 of the 0-9-1 specification).
+		if f.Type == amqp091.FrameMethod && f.Channel == 0 {
+			m, err := c.md.Decode(f.Payload)
+			if err == nil {
+				switch m.(type) {
+				case *amqp091.ConnectionCloseOk:
+					return io.EOF
+				case *amqp091.ConnectionClose:
+					c.send(func(out []byte) []byte {
+						return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionCloseOk{})
+					})
+					return io.EOF
+				}
+			}
+		}
+		if time.Since(c.closingAt) > closeTimeout {
+			return io.EOF
+		}
+		return nil
+	}
+	switch f.Type {
+	case amqp091.FrameHeartbeat:
+		if f.Channel != 0 {
+			return errorf(505, "type 8, all octets = <<>>")
+		}
+		return nil
+	case amqp091.FrameMethod:
+		m, err := c.md.Decode(f.Payload)
+		if err != nil {
+			return c.methodDecodeError(f.Payload, err)
+		}
+		if f.Channel == 0 {
+			return c.connectionMethod(m)
+		}
+		if c.vh == nil {
+			return errorf(504, "expected 'connection.open'")
+		}
+		return c.channelFrame(f.Channel, m, f)
+	case amqp091.FrameHeader, amqp091.FrameBody:
+		if f.Channel == 0 || c.vh == nil {
+			return errorf(505, "type "+strconv.Itoa(int(f.Type))+", all octets = <<>>")
+		}
+		return c.channelFrame(f.Channel, nil, f)
+	}
+	return errorf(501, "type "+strconv.Itoa(int(f.Type))+", all octets = <<>>: unknown frame type")
+}
+
+func (c *conn) methodDecodeError(p []byte, err error) error {
+	if len(p) >= 4 {
+		class := uint16(p[0])<<8 | uint16(p[1])
+		id := uint16(p[2])<<8 | uint16(p[3])
+		if amqp091.LookupMethod(class, id) == nil {
+			return &amqpError{code: 540, text: "NOT_IMPLEMENTED - unknown method: class " + strconv.Itoa(int(class)) + ", method " + strconv.Itoa(int(id))}
+		}
+		ae := errorf(502, "method "+amqp091.LookupMethod(class, id).Name+": "+err.Error())
+		ae.classID, ae.methodID = class, id
+		return ae
+	}
+	return errorf(502, err.Error())
+}
+
+// hardError closes the connection with connection.close as RabbitMQ does
+// on a hard error, then waits (bounded) for close-ok.
+func (c *conn) hardError(e *amqpError) error {
+	c.logf("closing: ", strconv.Itoa(int(e.code)), " ", e.text)
+	c.setState(stateClosing)
+	c.send(func(out []byte) []byte {
+		return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionClose{
+			ReplyCode: e.code, ReplyText: []byte(e.text), ClassID: e.classID, MethodID: e.methodID})
+	})
+	c.closingAt = time.Now()
+	c.nc.SetReadDeadline(c.closingAt.Add(closeTimeout))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			return nil
+		}
+		if c.frame(f) != nil {
+			return nil
+		}
+	}
+}
+
+// send appends frames built by fn to the outgoing buffer.
+func (c *conn) send(fn func(out []byte) []byte) {
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.out = fn(c.out)
+	}
+	c.wmu.Unlock()
+	c.signal()
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flushAndWait waits until what was sent so far has been written (for the
+// last words before closing a socket).
+func (c *conn) flushAndWait() {
+	deadline := time.Now().Add(closeTimeout)
+	for time.Now().Before(deadline) {
+		c.wmu.Lock()
+		n := len(c.out)
+		c.wmu.Unlock()
+		if n == 0 {
+			time.Sleep(time.Millisecond) // the writer may be mid-write
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// outLimit is how much a connection may have waiting to be written before
+// its consumers stop being given messages (they stay in their queues).
+func (c *conn) outLimit() int { return c.b.outLimit }
+
+// writer writes what is appended to out, swapping buffers so appending
+// never waits for the socket, and sends heartbeats when idle.
+func (c *conn) writer() {
+	defer close(c.wdone)
+	var tick *time.Ticker
+	var tickC <-chan time.Time
+	for {
+		c.wmu.Lock()
+		buf := c.out
+		c.out = c.spare[:0]
+		closed := c.wclosed
+		resume := c.overLimit && len(buf) > 0
+		c.overLimit = false
+		c.wmu.Unlock()
+		if len(buf) > 0 {
+			if c.flow != nil {
+				c.b.tap.data(c.flow, false, buf)
+			}
+			c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			_, err := c.nc.Write(buf)
+			c.sendOct.Add(uint64(len(buf)))
+			c.sendCnt.Add(1)
+			c.lastWrite.Store(time.Now().UnixNano())
+			if err != nil {
+				c.nc.Close()
+				c.wmu.Lock()
+				c.wclosed = true
+				c.out = nil
+				c.wmu.Unlock()
+				return
+			}
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // a burst's buffer is not kept for ever
+		}
+		c.spare = buf[:0]
+		if resume {
+			c.resumeConsumers()
+		}
+		if len(buf) > 0 {
+			continue
+		}
+		if closed {
+			return
+		}
+		if tickC == nil && c.heartbeat > 0 {
+			tick = time.NewTicker(time.Duration(c.heartbeat) * time.Second / 2)
+			defer tick.Stop()
+			tickC = tick.C
+		}
+		select {
+		case <-c.wake:
+		case <-tickC:
+			if time.Since(time.Unix(0, c.lastWrite.Load())) >= time.Duration(c.heartbeat)*time.Second/2 {
+				c.send(amqp091.AppendHeartbeatFrame)
+			}
+		}
+	}
+}
+
+// resumeConsumers gives the queues of this connection's consumers a chance
+// to deliver again after the outgoing buffer drained.
+func (c *conn) resumeConsumers() {
+	c.mu.Lock()
+	var qs []*queueState
+	for _, ch := range c.channels {
+		ch.mu.Lock()
+		for _, cons := range ch.consumers {
+			qs = append(qs, cons.q)
+		}
+		ch.mu.Unlock()
+	}
+	c.mu.Unlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		q.dispatch()
+		q.mu.Unlock()
+	}
+}
+
+// cleanup releases what the connection held: its channels (unacked
+// messages requeued, consumers cancelled) and its exclusive queues.
+func (c *conn) cleanup() {
+	if c.cleaned {
+		return
+	}
+	c.cleaned = true
+	c.setState(stateClosing)
+	c.mu.Lock()
+	chs := make([]*channel, 0, len(c.channels))
+	for _, ch := range c.channels {
+		chs = append(chs, ch)
+	}
+	c.mu.Unlock()
+	for _, ch := range chs {
+		ch.release()
+	}
+	c.mu.Lock()
+	clear(c.channels)
+	c.mu.Unlock()
+	if c.vh != nil {
+		c.vh.deleteExclusive(c)
+	}
+	c.b.removeConn(c)
+}
+
+func timeNowPlus() time.Time { return time.Now() }

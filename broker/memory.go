@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/wiretap-dev/wiretap/broker/queue"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// memory accounts the bytes of messages held in queues against the high
+// watermark. Above it, publishing connections are blocked, as RabbitMQ
+// does on a memory alarm: connection.blocked to clients that announced the
+// capability, and their reads stop (TCP backpressure) until consumers
+// drain the queues below the watermark.
+type memory struct {
+	used    atomic.Int64
+	limit   int64
+	mu      sync.Mutex
+	cond    *sync.Cond
+	blocked atomic.Bool
+}
+
+// memoryFraction is RabbitMQ's default vm_memory_high_watermark.
+const memoryFraction = 0.4
+
+func (m *memory) init(limit int64) {
+	m.cond = sync.NewCond(&m.mu)
+	if limit == 0 {
+		limit = int64(float64(physicalMemory()) * memoryFraction)
+	}
+	m.limit = limit
+}
+
+func messageBytes(msg *queue.Message) int64 { return int64(len(msg.Body) + len(msg.Header)) }
+
+// hold counts a message stored in one more queue.
+func (m *memory) hold(msg *queue.Message) {
+	if m.used.Add(messageBytes(msg)) > m.limit && m.limit > 0 {
+		m.blocked.Store(true)
+	}
+}
+
+// release counts a message leaving a queue (delivered without ack,
+// acknowledged, dropped).
+func (m *memory) release(msg *queue.Message) {
+	if m.used.Add(-messageBytes(msg)) <= m.limit && m.blocked.Load() {
+		m.mu.Lock()
+		if m.used.Load() <= m.limit {
+			m.blocked.Store(false)
+			m.cond.Broadcast()
+		}
+		m.mu.Unlock()
+	}
+}
+
+// waitUnblocked holds a publishing connection while the alarm is on.
+func (m *memory) waitUnblocked(c *conn) {
+	if !m.blocked.Load() {
+		return
+	}
+	if c.blockedNotify {
+		c.send(func(out []byte) []byte {
+			return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionBlocked{Reason: []byte("low on memory")})
+		})
+	}
+	c.setState(stateBlocked)
+	m.mu.Lock()
+	for m.blocked.Load() && c.closeRequested.Load() == nil {
+		m.cond.Wait()
+	}
+	m.mu.Unlock()
+	c.setState(stateRunning)
+	if c.blockedNotify {
+		c.send(func(out []byte) []byte {
+			return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionUnblocked{})
+		})
+	}
+}
+
+// wake releases blocked publishers so they can see a close request.
+func (m *memory) wake() {
+	m.mu.Lock()
+	m.cond.Broadcast()
+	m.mu.Unlock()
+}
+
+// physicalMemory reads MemTotal from /proc/meminfo (Linux), else assumes
+// 4 GiB.
+func physicalMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) > 0 {
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						return kb << 10
+					}
+				}
+			}
+		}
+	}
+	return 4 << 30
+}

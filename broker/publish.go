@@ -1,0 +1,241 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/wiretap-dev/wiretap/broker/queue"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// content handles a content header or body frame of the message being
+// published.
+func (ch *channel) content(f amqp091.Frame) *amqpError {
+	p := &ch.pub
+	switch {
+	case p.stage == 0:
+		return errorf(505, "expected method frame, got non method frame instead")
+	case p.stage == 1 && f.Type != amqp091.FrameHeader:
+		return ch.unexpectedFrame()
+	case p.stage == 2 && f.Type != amqp091.FrameBody:
+		return ch.unexpectedFrame()
+	}
+	if p.stage == 1 {
+		var h amqp091.ContentHeader
+		if err := h.DecodeFromBytes(f.Payload); err != nil {
+			e := errorf(502, "content header: "+err.Error())
+			e.classID, e.methodID = 60, 40
+			return e
+		}
+		if h.ClassID != amqp091.ClassBasic {
+			e := errorf(505, "expected content header for class 60, got one for class "+strconv.Itoa(int(h.ClassID))+" instead")
+			e.classID, e.methodID = 60, 40
+			return e
+		}
+		if int64(h.BodySize) > ch.c.b.maxMessage {
+			e := errorf(406, "message size "+strconv.FormatUint(h.BodySize, 10)+" is larger than configured max size "+strconv.FormatInt(ch.c.b.maxMessage, 10))
+			e.classID, e.methodID = 60, 40
+			ch.pub = publishing{}
+			return e
+		}
+		p.header = append(make([]byte, 0, len(f.Payload)), f.Payload...)
+		p.bodySize = h.BodySize
+		p.body = make([]byte, 0, h.BodySize)
+		p.stage = 2
+		if h.BodySize == 0 {
+			return ch.complete()
+		}
+		return nil
+	}
+	if uint64(len(p.body))+uint64(len(f.Payload)) > p.bodySize {
+		e := errorf(501, "type 3, all octets = <<>>: received a body frame of "+strconv.Itoa(len(f.Payload))+
+			" bytes with only "+strconv.FormatUint(p.bodySize-uint64(len(p.body)), 10)+" bytes of the body left")
+		e.classID, e.methodID = 60, 40
+		return e
+	}
+	p.body = append(p.body, f.Payload...)
+	if uint64(len(p.body)) == p.bodySize {
+		return ch.complete()
+	}
+	return nil
+}
+
+// complete handles a whole published message, with RabbitMQ's checks in
+// its order.
+func (ch *channel) complete() *amqpError {
+	p := ch.pub
+	ch.pub = publishing{}
+	c := ch.c
+	ids := func(e *amqpError) *amqpError { e.classID, e.methodID = 60, 40; return e }
+	if p.immediate {
+		return ids(errorf(540, "immediate=true"))
+	}
+	if err := c.check(permWrite, "exchange", p.exchange); err != nil {
+		return ids(err)
+	}
+	var h amqp091.ContentHeader
+	h.DecodeFromBytes(p.header) // checked when the header arrived
+	props := &h.Properties
+	if props.Flags&amqp091.FlagUserID != 0 && string(props.UserID) != c.user {
+		return ids(errorf(406, "user_id property set to '"+string(props.UserID)+"' but authenticated user was '"+c.user+"'"))
+	}
+	msg := &queue.Message{Exchange: p.exchange, RoutingKey: p.routingKey, Header: p.header, Body: p.body}
+	if err := msg.ParseProperties(); err != nil {
+		if pe, ok := err.(*queue.PublishError); ok {
+			return ids(&amqpError{code: 406, text: pe.ReplyText()})
+		}
+		return ids(errorf(502, "content header: "+err.Error()))
+	}
+	if props.Flags&amqp091.FlagReplyTo != 0 && string(props.ReplyTo) == replyToQueue {
+		ch.mu.Lock()
+		token := ch.replyToken
+		ch.mu.Unlock()
+		if token == "" {
+			return ids(errorf(406, "fast reply consumer does not exist"))
+		}
+		props.ReplyTo = []byte(replyToQueue + "." + token)
+		msg.Header = h.AppendTo(nil)
+	}
+	if ch.tx {
+		// Checked now, routed at commit.
+		if _, ok, internal := c.vh.route(p.exchange, nil, nil, &ch.scratch); !ok {
+			return ids(errNoExchange(p.exchange, c.vh.name))
+		} else if internal {
+			return ids(errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name)))
+		}
+		ch.txPubs = append(ch.txPubs, txPublish{p: p, msg: msg})
+		return nil
+	}
+	c.b.mem.waitUnblocked(c)
+	return ids2(ch.deliverPublished(p, msg, props.Headers))
+}
+
+func ids2(e *amqpError) *amqpError {
+	if e != nil {
+		e.classID, e.methodID = 60, 40
+	}
+	return e
+}
+
+// deliverPublished routes a message to its queues, returns it when
+// mandatory and unroutable, and confirms it.
+func (ch *channel) deliverPublished(p publishing, msg *queue.Message, headers amqp091.Table) *amqpError {
+	c := ch.c
+	b := c.b
+	b.stats.published.Add(1)
+	var seq uint64
+	if ch.confirm {
+		seq = ch.nextPubSeq
+		ch.nextPubSeq++
+	}
+	if p.exchange == "" && strings.HasPrefix(p.routingKey, replyToQueue+".") {
+		routed := b.deliverReply(p.routingKey[len(replyToQueue)+1:], msg)
+		if !routed && p.mandatory {
+			ch.basicReturn(312, "NO_ROUTE", msg)
+		}
+		if ch.confirm {
+			ch.ack(seq)
+		}
+		return nil
+	}
+	qs, ok, internal := c.vh.route(p.exchange, []byte(p.routingKey), headers, &ch.scratch)
+	if !ok {
+		return errNoExchange(p.exchange, c.vh.name)
+	}
+	if internal {
+		return errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name))
+	}
+	if len(qs) == 0 {
+		if p.mandatory {
+			ch.basicReturn(312, "NO_ROUTE", msg)
+		}
+		if ch.confirm {
+			ch.ack(seq)
+		}
+		return nil
+	}
+	rejected := false
+	for _, q := range qs {
+		if !q.enqueue(msg, ch) {
+			rejected = true
+		}
+	}
+	if ch.confirm {
+		if rejected {
+			ch.nack(seq)
+		} else {
+			ch.ack(seq)
+		}
+	}
+	return nil
+}
+
+func (ch *channel) basicReturn(code uint16, text string, msg *queue.Message) {
+	ch.c.b.stats.returned.Add(1)
+	c := ch.c
+	c.send(func(out []byte) []byte {
+		out = amqp091.AppendMethodFrame(out, ch.id, &amqp091.BasicReturn{
+			ReplyCode: code, ReplyText: []byte(text), Exchange: []byte(msg.Exchange), RoutingKey: []byte(msg.RoutingKey)})
+		return appendContent(out, ch.id, msg, c.frameMax)
+	})
+}
+
+// ack records a confirm; consecutive acks go out as one basic.ack with
+// multiple at the end of the read batch.
+func (ch *channel) ack(seq uint64) {
+	ch.c.b.stats.confirmed.Add(1)
+	if ch.confirmPending && seq == ch.ackUpTo+1 {
+		ch.ackUpTo = seq
+		return
+	}
+	ch.flushConfirms()
+	ch.confirmPending = true
+	ch.ackFrom, ch.ackUpTo = seq, seq
+}
+
+func (ch *channel) nack(seq uint64) {
+	ch.flushConfirms()
+	ch.sendMethod(&amqp091.BasicNack{DeliveryTag: seq})
+}
+
+func (ch *channel) flushConfirms() {
+	if !ch.confirmPending {
+		return
+	}
+	ch.confirmPending = false
+	ch.sendMethod(&amqp091.BasicAck{DeliveryTag: ch.ackUpTo, Multiple: ch.ackUpTo > ch.ackFrom})
+}
+
+// commit applies a transaction: its publishes, then its acks.
+func (ch *channel) commit() *amqpError {
+	pubs, acks := ch.txPubs, ch.txAcks
+	ch.txPubs, ch.txAcks = nil, nil
+	for _, t := range pubs {
+		if e := ch.deliverPublished(t.p, t.msg, headersOf(t.msg.Header)); e != nil {
+			return e
+		}
+	}
+	for _, a := range acks {
+		if e := ch.settle(a.kind, a.tag, a.multiple, a.requeue); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// deliverReply hands a reply to the direct reply-to consumer of token.
+func (b *Broker) deliverReply(token string, msg *queue.Message) bool {
+	v, ok := b.replyTo.Load(token)
+	if !ok {
+		return false
+	}
+	ch := v.(*channel)
+	ch.mu.Lock()
+	cons := ch.replyTo
+	ch.mu.Unlock()
+	if cons == nil {
+		return false
+	}
+	ch.deliver(cons, nil, queue.Entry{Msg: msg})
+	return true
+}

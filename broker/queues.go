@@ -1,0 +1,516 @@
+package broker
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/broker/queue"
+	"github.com/wiretap-dev/wiretap/broker/route"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// queueState is one queue of a vhost: its message store, its consumers and
+// the timers of its TTLs. mu guards everything mutable; the lock order is
+// queue, then channel, then connection writer. Dead-lettering routes
+// messages into other queues, so it runs after mu is released (unlock).
+type queueState struct {
+	vh         *vhost
+	name       string
+	durable    bool
+	exclusive  bool
+	autoDelete bool
+	args       amqp091.Table
+	owner      *conn // exclusive queues
+	cfg        queue.Config
+	qa         queue.Args
+
+	mu          sync.Mutex
+	store       *queue.Queue
+	consumers   []*consumer
+	next        int // round robin among consumers of the top priority
+	unacked     int
+	deleted     bool
+	hadConsumer bool
+	lastUsed    time.Time
+	ttlTimer    *time.Timer
+	ttlAt       int64
+	expiryTimer *time.Timer
+	dead        []deadLetter
+	scratch     []queue.Entry
+
+	published, delivered, acked, redelivered uint64
+}
+
+// deadLetter is a message leaving a queue for its dead-letter exchange.
+type deadLetter struct {
+	e      queue.Entry
+	reason string
+}
+
+func nowMillis() int64 { return time.Now().UnixMilli() }
+
+// exclusiveTo reports whether q is exclusive to a connection other than c
+// (RabbitMQ's check_exclusive_access in its lax form).
+func (q *queueState) exclusiveTo(c *conn) bool {
+	return q.exclusive && q.owner != c
+}
+
+// unlock releases mu, then dead-letters what was collected under it.
+func (q *queueState) unlock() {
+	dead := q.dead
+	q.dead = nil
+	q.mu.Unlock()
+	if len(dead) > 0 {
+		q.deadLetter(dead)
+	}
+}
+
+func (q *queueState) collect(entries []queue.Entry, reason string) {
+	for _, e := range entries {
+		if q.qa.HasDeadLetterExchange {
+			q.dead = append(q.dead, deadLetter{e: e, reason: reason})
+		}
+		q.vh.b.mem.release(e.Msg)
+	}
+}
+
+// deadLetter republishes messages to the queue's dead-letter exchange,
+// with x-death as RabbitMQ writes it.
+func (q *queueState) deadLetter(dead []deadLetter) {
+	if !q.qa.HasDeadLetterExchange {
+		return
+	}
+	dlx := q.qa.DeadLetterExchange
+	var s routeScratch
+	now := time.Now()
+	for _, d := range dead {
+		m := d.e.Msg
+		hdr, err := deadLetterHeader(m.Header, d.reason, q.name, m.Exchange, m.RoutingKey, now)
+		if err != nil {
+			continue
+		}
+		rk := m.RoutingKey
+		if q.qa.HasDeadLetterRoutingKey {
+			rk = q.qa.DeadLetterRoutingKey
+		}
+		nm := &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority}
+		qs, ok, _ := q.vh.route(dlx, []byte(rk), headersOf(hdr), &s)
+		if !ok {
+			continue
+		}
+		for _, t := range qs {
+			if t == q && d.reason != "rejected" {
+				// RabbitMQ drops a message dead-lettered back into its
+				// own queue by expiry or length in a cycle.
+				continue
+			}
+			t.enqueue(nm, nil)
+		}
+	}
+}
+
+// headersOf returns the headers table of a content header payload.
+func headersOf(hdr []byte) amqp091.Table {
+	var h amqp091.ContentHeader
+	if h.DecodeFromBytes(hdr) != nil {
+		return nil
+	}
+	return h.Properties.Headers
+}
+
+// enqueue stores m and delivers what it can; it reports false when the
+// queue refused the message (reject-publish overflow). ch, when set, is
+// the publishing channel (for the one-queue path's accounting).
+func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
+	now := nowMillis()
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		return true
+	}
+	accepted, dropped := q.store.Push(m, now, q.scratch[:0])
+	q.collect(dropped, "maxlen")
+	q.scratch = dropped[:0]
+	if accepted {
+		q.vh.b.mem.hold(m)
+		q.published++
+		q.dispatch()
+		q.armTTL()
+	} else if q.cfg.Overflow == queue.RejectPublishDLX && q.qa.HasDeadLetterExchange {
+		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: "maxlen"})
+	}
+	q.unlock()
+	return accepted
+}
+
+// armTTL schedules the timer for the store's next expiry.
+func (q *queueState) armTTL() {
+	at, ok := q.store.NextExpiry()
+	if !ok || (q.ttlTimer != nil && q.ttlAt <= at && q.ttlAt > 0) {
+		return
+	}
+	if q.ttlTimer != nil {
+		q.ttlTimer.Stop()
+	}
+	q.ttlAt = at
+	d := time.Duration(at-nowMillis()) * time.Millisecond
+	q.ttlTimer = time.AfterFunc(max(d, 0), q.expire)
+}
+
+func (q *queueState) expire() {
+	q.mu.Lock()
+	q.ttlTimer, q.ttlAt = nil, 0
+	if !q.deleted {
+		exp := q.store.Expire(nowMillis(), q.scratch[:0])
+		q.collect(exp, "expired")
+		q.scratch = exp[:0]
+		q.armTTL()
+	}
+	q.unlock()
+}
+
+// dispatch gives ready messages to consumers with credit (mu held).
+func (q *queueState) dispatch() {
+	if len(q.consumers) == 0 {
+		return
+	}
+	now := nowMillis()
+	for q.store.Len() > 0 {
+		cons := q.pick()
+		if cons == nil {
+			return
+		}
+		e, ok, exp := q.store.Pop(now, q.scratch[:0])
+		q.collect(exp, "expired")
+		q.scratch = exp[:0]
+		if !ok {
+			return
+		}
+		q.delivered++
+		if e.Redelivered {
+			q.redelivered++
+		}
+		if cons.noAck {
+			q.vh.b.mem.release(e.Msg)
+		} else {
+			q.unacked++
+		}
+		cons.ch.deliver(cons, q, e)
+	}
+}
+
+// pick returns the consumer to give the next message to: among those with
+// credit, the highest priority, round robin within it; with single active
+// consumer, only the first.
+func (q *queueState) pick() *consumer {
+	if q.qa.SingleActiveConsumer {
+		if c := q.consumers[0]; c.hasCredit() {
+			return c
+		}
+		return nil
+	}
+	n := len(q.consumers)
+	var best *consumer
+	bestAt := 0
+	for i := 0; i < n; i++ {
+		at := (q.next + i) % n
+		c := q.consumers[at]
+		if best != nil && c.priority <= best.priority {
+			continue
+		}
+		if c.hasCredit() {
+			best, bestAt = c, at
+		}
+	}
+	if best != nil {
+		q.next = (bestAt + 1) % n
+	}
+	return best
+}
+
+// addConsumer registers c (mu held).
+func (q *queueState) addConsumer(c *consumer) {
+	q.consumers = append(q.consumers, c)
+	q.hadConsumer = true
+	q.touch()
+	q.dispatch()
+}
+
+// removeConsumer drops c; it reports whether the queue is now an
+// auto-delete queue to delete (mu held).
+func (q *queueState) removeConsumer(c *consumer) bool {
+	for i, e := range q.consumers {
+		if e == c {
+			q.consumers = append(q.consumers[:i], q.consumers[i+1:]...)
+			if q.next > i {
+				q.next--
+			}
+			break
+		}
+	}
+	if len(q.consumers) == 0 {
+		q.next = 0
+		q.touch()
+	}
+	q.dispatch() // a single active consumer's successor
+	return q.autoDelete && q.hadConsumer && len(q.consumers) == 0 && !q.deleted
+}
+
+// touch records a use of the queue and re-arms x-expires.
+func (q *queueState) touch() {
+	q.lastUsed = time.Now()
+	if q.qa.Expires <= 0 {
+		return
+	}
+	if q.expiryTimer != nil {
+		q.expiryTimer.Stop()
+	}
+	q.expiryTimer = time.AfterFunc(time.Duration(q.qa.Expires)*time.Millisecond, func() {
+		q.mu.Lock()
+		idle := len(q.consumers) == 0 && !q.deleted &&
+			time.Since(q.lastUsed) >= time.Duration(q.qa.Expires)*time.Millisecond
+		q.mu.Unlock()
+		if idle {
+			q.vh.deleteQueueNow(q)
+		}
+	})
+}
+
+// settle records that n delivered messages were acknowledged, rejected or
+// requeued, and delivers more.
+func (q *queueState) settle(acked []queue.Entry, requeue []queue.Entry, dead []queue.Entry) {
+	q.mu.Lock()
+	n := len(acked) + len(requeue) + len(dead)
+	q.unacked -= n
+	if q.deleted {
+		q.mu.Unlock()
+		for _, es := range [][]queue.Entry{acked, requeue, dead} {
+			for _, e := range es {
+				q.vh.b.mem.release(e.Msg)
+			}
+		}
+		return
+	}
+	q.acked += uint64(len(acked))
+	for _, e := range acked {
+		q.vh.b.mem.release(e.Msg)
+	}
+	if len(requeue) > 0 {
+		q.store.RequeueMany(requeue)
+		q.armTTL()
+	}
+	q.collect(dead, "rejected")
+	q.dispatch()
+	q.unlock()
+}
+
+// declareQueue implements queue.declare; it returns the queue's name and
+// counts for declare-ok.
+func (v *vhost) declareQueue(c *conn, m *amqp091.QueueDeclare) (name string, msgs, consumers int, e *amqpError) {
+	name = string(m.Queue)
+	if m.Passive {
+		if name == "" {
+			return "", 0, 0, errorf(404, "no "+rsQueue("", v.name))
+		}
+		v.mu.RLock()
+		q, ok := v.queues[name]
+		v.mu.RUnlock()
+		if !ok {
+			return "", 0, 0, errNoQueue(name, v.name)
+		}
+		if q.exclusiveTo(c) {
+			return "", 0, 0, errLocked(name, v.name)
+		}
+		q.mu.Lock()
+		msgs, consumers = q.store.Len(), len(q.consumers)
+		q.mu.Unlock()
+		return name, msgs, consumers, nil
+	}
+	if name == "" {
+		name = generatedName("amq.gen-")
+	} else if reservedName(name) {
+		return "", 0, 0, errorf(403, "queue name '"+name+"' contains reserved prefix 'amq.*'")
+	}
+	cfg, qa, err := queue.ParseArgs(m.Arguments)
+	if err != nil {
+		return "", 0, 0, argError(err, name, v.name)
+	}
+	if err := c.check(permConfigure, "queue", name); err != nil {
+		return "", 0, 0, err
+	}
+	if qa.HasDeadLetterExchange {
+		if err := c.check(permWrite, "exchange", qa.DeadLetterExchange); err != nil {
+			return "", 0, 0, err
+		}
+	}
+	v.mu.Lock()
+	if q, ok := v.queues[name]; ok {
+		v.mu.Unlock()
+		// RabbitMQ's strict exclusivity: the owner must be the same
+		// (none for a non-exclusive declare).
+		var owner *conn
+		if m.Exclusive {
+			owner = c
+		}
+		if q.owner != owner {
+			return "", 0, 0, errLocked(name, v.name)
+		}
+		if q.durable != m.Durable {
+			return "", 0, 0, errInequivalent("durable", "queue", name, v.name, boolText(m.Durable), boolText(q.durable))
+		}
+		if q.autoDelete != m.AutoDelete {
+			return "", 0, 0, errInequivalent("auto_delete", "queue", name, v.name, boolText(m.AutoDelete), boolText(q.autoDelete))
+		}
+		if e := argsEquivalent(q.args, m.Arguments, queueEquivalenceArgs, "queue", name, v.name); e != nil {
+			return "", 0, 0, e
+		}
+		q.mu.Lock()
+		q.touch()
+		msgs, consumers = q.store.Len(), len(q.consumers)
+		q.mu.Unlock()
+		return name, msgs, consumers, nil
+	}
+	q := &queueState{
+		vh: v, name: name, durable: m.Durable, exclusive: m.Exclusive, autoDelete: m.AutoDelete,
+		args: cloneTable(m.Arguments), cfg: cfg, qa: qa, store: queue.New(cfg),
+	}
+	if m.Exclusive {
+		q.owner = c
+	}
+	v.queues[name] = q
+	v.mu.Unlock()
+	q.mu.Lock()
+	q.touch()
+	q.mu.Unlock()
+	return name, 0, 0, nil
+}
+
+// argError words a declare-argument error as RabbitMQ does.
+func argError(err error, name, vhost string) *amqpError {
+	if ae, ok := err.(*queue.ArgError); ok {
+		return &amqpError{code: 406, text: ae.ReplyText(name, vhost)}
+	}
+	return errorf(406, err.Error())
+}
+
+// lookupQueue finds a queue for consume, get, purge, bind: 404 when
+// missing, 405 when exclusive to another connection.
+func (v *vhost) lookupQueue(c *conn, name string) (*queueState, *amqpError) {
+	v.mu.RLock()
+	q, ok := v.queues[name]
+	v.mu.RUnlock()
+	if !ok {
+		return nil, errNoQueue(name, v.name)
+	}
+	if q.exclusiveTo(c) {
+		return nil, errLocked(name, v.name)
+	}
+	return q, nil
+}
+
+// deleteQueue implements queue.delete.
+func (v *vhost) deleteQueue(c *conn, m *amqp091.QueueDelete) (int, *amqpError) {
+	name := string(m.Queue)
+	if err := c.check(permConfigure, "queue", name); err != nil {
+		return 0, err
+	}
+	v.mu.RLock()
+	q, ok := v.queues[name]
+	v.mu.RUnlock()
+	if !ok {
+		return 0, nil // RabbitMQ answers delete-ok with 0 for a missing queue
+	}
+	if q.exclusiveTo(c) {
+		return 0, errLocked(name, v.name)
+	}
+	q.mu.Lock()
+	switch {
+	case m.IfUnused && len(q.consumers) > 0:
+		q.mu.Unlock()
+		return 0, errorf(406, rsQueue(name, v.name)+" in use")
+	case m.IfEmpty && q.store.Len() > 0:
+		q.mu.Unlock()
+		return 0, errorf(406, rsQueue(name, v.name)+" not empty")
+	}
+	q.mu.Unlock()
+	return v.deleteQueueNow(q), nil
+}
+
+// deleteQueueNow removes q with its bindings, cancels its consumers
+// (basic.cancel to clients that asked for it) and returns the messages it
+// held.
+func (v *vhost) deleteQueueNow(q *queueState) int {
+	v.mu.Lock()
+	if v.queues[q.name] != q {
+		v.mu.Unlock()
+		return 0
+	}
+	delete(v.queues, q.name)
+	v.removeDestLocked(route.Dest{Kind: route.Queue, Name: q.name})
+	v.mu.Unlock()
+
+	q.mu.Lock()
+	q.deleted = true
+	n := q.store.Len()
+	if q.ttlTimer != nil {
+		q.ttlTimer.Stop()
+	}
+	if q.expiryTimer != nil {
+		q.expiryTimer.Stop()
+	}
+	exp := q.store.Expire(1<<62, q.scratch[:0]) // whatever is left counts no more
+	for _, e := range exp {
+		v.b.mem.release(e.Msg)
+	}
+	for q.store.Len() > 0 {
+		e, ok, _ := q.store.Pop(1<<62-1, nil)
+		if !ok {
+			break
+		}
+		v.b.mem.release(e.Msg)
+	}
+	cons := q.consumers
+	q.consumers = nil
+	q.mu.Unlock()
+	for _, c := range cons {
+		c.ch.serverCancel(c)
+	}
+	return n + len(exp)
+}
+
+// purgeQueue implements queue.purge.
+func (v *vhost) purgeQueue(c *conn, name string) (int, *amqpError) {
+	if err := c.check(permRead, "queue", name); err != nil {
+		return 0, err
+	}
+	q, e := v.lookupQueue(c, name)
+	if e != nil {
+		return 0, e
+	}
+	q.mu.Lock()
+	for e := range q.store.All() {
+		v.b.mem.release(e.Msg)
+	}
+	n := q.store.Purge()
+	q.mu.Unlock()
+	return n, nil
+}
+
+// deleteExclusive deletes the exclusive queues c owned (its connection
+// closed).
+func (v *vhost) deleteExclusive(c *conn) {
+	v.mu.RLock()
+	var qs []*queueState
+	for _, q := range v.queues {
+		if q.owner == c {
+			qs = append(qs, q)
+		}
+	}
+	v.mu.RUnlock()
+	for _, q := range qs {
+		v.deleteQueueNow(q)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
