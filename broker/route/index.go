@@ -1,0 +1,278 @@
+package route
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// Index is the routing index of one exchange: its bindings, and the
+// structure its type routes by. An Index is not safe for concurrent use:
+// the broker holds the exchange's lock around every call (a read lock is
+// not enough for Route, which keeps scratch state and a cache).
+type Index struct {
+	kind  Kind
+	list  []*binding          // in the order added
+	ids   map[string]*binding // by identity (see bindingID)
+	dests map[Dest]*destRec
+	seq   uint64
+	// gen numbers Route calls, for the marks that deduplicate
+	// destinations without a set per call.
+	gen uint64
+
+	fanout  group
+	direct  map[string]*group
+	topic   topicIndex
+	headers headersIndex
+
+	idBuf  []byte
+	fields []field
+}
+
+// binding is a Binding as the index keeps it.
+type binding struct {
+	seq  uint64
+	dest *destRec
+	key  string
+	args amqp091.Table // the caller's encoding, copied
+	id   string
+	// Headers exchanges only: the arguments sorted and normalised, and
+	// the pattern read from them.
+	pattern *headerPattern
+	// Topic exchanges only: the trie node the binding key ends at.
+	node *topicNode
+}
+
+// destRec is one destination the index routes to, shared by all its
+// bindings.
+type destRec struct {
+	Dest
+	refs int    // bindings to it
+	mark uint64 // the Route call (gen) that last appended it
+}
+
+// destRef counts the bindings of one group that lead to one destination.
+type destRef struct {
+	rec *destRec
+	n   int
+}
+
+// group is a set of bindings that always route together (a fanout
+// exchange's, a direct key's, a topic trie node's), kept as the
+// deduplicated destinations they lead to, ready to be appended.
+type group struct {
+	refs  []destRef
+	ready []Dest
+}
+
+func (g *group) add(rec *destRec) {
+	for i := range g.refs {
+		if g.refs[i].rec == rec {
+			g.refs[i].n++
+			return
+		}
+	}
+	g.refs = append(g.refs, destRef{rec: rec, n: 1})
+	g.ready = append(g.ready, rec.Dest)
+}
+
+// remove drops one binding to rec; it reports whether the group is empty.
+func (g *group) remove(rec *destRec) bool {
+	for i := range g.refs {
+		if g.refs[i].rec != rec {
+			continue
+		}
+		g.refs[i].n--
+		if g.refs[i].n == 0 {
+			g.refs = slices.Delete(g.refs, i, i+1)
+			g.ready = slices.Delete(g.ready, i, i+1)
+		}
+		break
+	}
+	return len(g.refs) == 0
+}
+
+// New returns an empty index for an exchange of kind k. An index of an
+// unknown kind keeps bindings but routes nothing.
+func New(k Kind) *Index {
+	return &Index{
+		kind:  k,
+		ids:   make(map[string]*binding),
+		dests: make(map[Dest]*destRec),
+	}
+}
+
+// Kind returns the exchange type the index routes as.
+func (ix *Index) Kind() Kind { return ix.kind }
+
+// Len returns the number of bindings.
+func (ix *Index) Len() int { return len(ix.list) }
+
+// bindingID appends a binding's identity to dst: destination kind, name,
+// key and the canonical arguments, each length-prefixed, so that bindings
+// RabbitMQ holds equal have equal identities and no others do. It also
+// returns the arguments' sorted entries (ix.fields' storage) and the
+// offset and validity of the canonical arguments in dst.
+func (ix *Index) bindingID(dst []byte, d Dest, key string, args amqp091.Table) (id []byte, argsAt int, valid bool) {
+	dst = append(dst, byte(d.Kind))
+	dst = binary.AppendUvarint(dst, uint64(len(d.Name)))
+	dst = append(dst, d.Name...)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	at := len(dst)
+	dst = append(dst, 0) // validity marker, set below
+	dst, ix.fields, valid = appendCanonical(dst, args, ix.fields)
+	if !valid {
+		dst[at] = 1
+	}
+	return dst, at + 1, valid
+}
+
+// Add adds a binding; it returns false, changing nothing, when an
+// identical one (same destination, key and arguments) exists. The index
+// keeps its own copy of b.Args.
+func (ix *Index) Add(b Binding) (added bool) {
+	id, argsAt, valid := ix.bindingID(ix.idBuf[:0], b.Dest, b.Key, b.Args)
+	ix.idBuf = id
+	if _, ok := ix.ids[string(id)]; ok {
+		return false
+	}
+	rec := ix.dests[b.Dest]
+	if rec == nil {
+		rec = &destRec{Dest: b.Dest}
+		ix.dests[b.Dest] = rec
+	}
+	rec.refs++
+	ix.seq++
+	nb := &binding{seq: ix.seq, dest: rec, key: b.Key, id: string(id)}
+	if len(b.Args) > 0 {
+		nb.args = append(amqp091.Table(nil), b.Args...)
+	}
+	ix.ids[nb.id] = nb
+	ix.list = append(ix.list, nb)
+	switch ix.kind {
+	case Fanout:
+		ix.fanout.add(rec)
+	case Direct:
+		if ix.direct == nil {
+			ix.direct = make(map[string]*group)
+		}
+		g := ix.direct[b.Key]
+		if g == nil {
+			g = &group{}
+			ix.direct[b.Key] = g
+		}
+		g.add(rec)
+	case Topic:
+		nb.node = ix.topic.add(b.Key, rec)
+	case Headers:
+		canon := amqp091.Table(nil)
+		if valid {
+			// The pattern's keys and values alias this copy.
+			canon = append(canon, id[argsAt:]...)
+		} else {
+			canon = nb.args
+		}
+		nb.pattern = newHeaderPattern(nb, canon)
+		ix.headers.add(nb.pattern)
+	}
+	return true
+}
+
+// Remove removes the binding with this destination, key and arguments
+// (compared as Add compares them); it returns false when there is none.
+func (ix *Index) Remove(dest Dest, key string, args amqp091.Table) (removed bool) {
+	id, _, _ := ix.bindingID(ix.idBuf[:0], dest, key, args)
+	ix.idBuf = id
+	b := ix.ids[string(id)]
+	if b == nil {
+		return false
+	}
+	// ix.list is in seq order.
+	i, _ := slices.BinarySearchFunc(ix.list, b.seq, func(e *binding, seq uint64) int { return cmp.Compare(e.seq, seq) })
+	ix.list = slices.Delete(ix.list, i, i+1)
+	ix.unlink(b)
+	return true
+}
+
+// RemoveDest removes every binding to dest, as when the queue or
+// exchange is deleted, and returns how many there were.
+func (ix *Index) RemoveDest(dest Dest) int {
+	rec := ix.dests[dest]
+	if rec == nil {
+		return 0
+	}
+	n := 0
+	kept := ix.list[:0]
+	for _, b := range ix.list {
+		if b.dest == rec {
+			ix.unlink(b)
+			n++
+			continue
+		}
+		kept = append(kept, b)
+	}
+	clear(ix.list[len(kept):])
+	ix.list = kept
+	return n
+}
+
+// unlink takes b out of everything but ix.list.
+func (ix *Index) unlink(b *binding) {
+	delete(ix.ids, b.id)
+	rec := b.dest
+	switch ix.kind {
+	case Fanout:
+		ix.fanout.remove(rec)
+	case Direct:
+		if g := ix.direct[b.key]; g != nil && g.remove(rec) {
+			delete(ix.direct, b.key)
+		}
+	case Topic:
+		ix.topic.remove(b.node, rec)
+	case Headers:
+		ix.headers.remove(b.pattern)
+	}
+	rec.refs--
+	if rec.refs == 0 {
+		delete(ix.dests, rec.Dest)
+	}
+}
+
+// Bindings appends every binding to dst in the order they were added.
+// Their Args alias the index's copies: do not modify them.
+func (ix *Index) Bindings(dst []Binding) []Binding {
+	for _, b := range ix.list {
+		dst = append(dst, Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args})
+	}
+	return dst
+}
+
+// Route appends to dst the destinations of this exchange's bindings that
+// match a message with this routing key and headers, each once, and
+// returns the extended slice. Destinations that are exchanges are
+// included, not followed (see [Resolver]). The order is unspecified.
+// Only a topic exchange looks at the routing key's words, only a headers
+// exchange at the headers; a direct exchange compares the whole key and
+// a fanout exchange ignores both. Route does not allocate once dst has
+// room and the index has seen messages of this shape.
+func (ix *Index) Route(key []byte, headers amqp091.Table, dst []Dest) []Dest {
+	switch ix.kind {
+	case Fanout:
+		return append(dst, ix.fanout.ready...)
+	case Direct:
+		if g := ix.direct[string(key)]; g != nil {
+			return append(dst, g.ready...)
+		}
+		return dst
+	case Topic:
+		ix.gen++
+		return ix.topic.route(key, ix.gen, dst)
+	case Headers:
+		ix.gen++
+		return ix.headers.route(headers, ix.gen, dst)
+	}
+	return dst
+}
