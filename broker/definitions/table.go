@@ -112,7 +112,9 @@ func toValue(v any, depth int) (amqp091.Value, error) {
 // timestamps (their seconds), as integer json.Numbers; 'f' and 'd' as
 // json.Numbers that read back as floats ("1.0", never "1"); 'S' and 'x'
 // as strings, or, when not UTF-8, as RabbitMQ's "Not UTF-8, base64 is: ..."
-// text; 't' as a bool; 'A' as []any; 'F' as map[string]any; 'V' as nil.
+// text; 't' as a bool; 'A' as []any; 'F' as map[string]any; 'V' as the
+// string "undefined" (Erlang's atom for it, which RabbitMQ's JSON encoder
+// writes as a string).
 // A decimal becomes its value as a float (RabbitMQ writes "scale.value",
 // which is not the number). A NaN or infinite float, which JSON cannot
 // hold, becomes nil. A malformed table yields the fields before the fault.
@@ -143,6 +145,8 @@ func fromValue(v amqp091.Value) any {
 		return utf8Safe(v.Bytes())
 	case amqp091.TypeTable:
 		return FromTable(v.Table())
+	case amqp091.TypeVoid:
+		return "undefined"
 	case amqp091.TypeArray:
 		a := []any{}
 		it := v.Array().Iter()
