@@ -36,6 +36,11 @@
 //	                                      up (a missing one is 403, not 404)
 //	basic.consume, basic.get  read        the queue
 //
+// On a topic exchange, [Store.CheckTopic] comes next: basic.publish asks
+// write for its routing key, queue.bind, exchange.bind and their unbinds
+// read for theirs (when the source exchange exists). A user without topic
+// permissions for the exchange passes.
+//
 // Exceptions: the default exchange "" is checked under the name
 // "amq.default" (Check does the renaming, and the error text names
 // amq.default); basic.consume and queue.declare of amq.rabbitmq.reply-to

@@ -73,6 +73,7 @@ type Store struct {
 	users  map[string]*user
 	vhosts map[string]*vhost
 	perms  map[userVHost]*permission
+	topics map[topicKey]*topicPermission
 	// loopback are the users that may log in only over a loopback
 	// address: RabbitMQ's loopback_users, ["guest"] by default.
 	loopback  map[string]bool
@@ -170,6 +171,11 @@ func (s *Store) DeleteUser(name string) bool {
 			delete(s.perms, k)
 		}
 	}
+	for k := range s.topics {
+		if k.user == name {
+			delete(s.topics, k)
+		}
+	}
 	return true
 }
 
@@ -192,6 +198,11 @@ func (s *Store) DeleteVHost(name string) bool {
 	for k := range s.perms {
 		if k.vhost == name {
 			delete(s.perms, k)
+		}
+	}
+	for k := range s.topics {
+		if k.vhost == name {
+			delete(s.topics, k)
 		}
 	}
 	return true
