@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,18 +67,23 @@ func (r *rabbit) ctl(args ...string) string {
 	return string(out)
 }
 
-// tempFile returns a path in a directory rabbitmqctl, which may run as
-// another user, can read.
-func (r *rabbit) tempFile(name string) string {
+// importJSON imports doc with rabbitmqctl, from a file it can read when
+// it runs as another user.
+func (r *rabbit) importJSON(doc []byte) {
+	r.t.Helper()
 	dir, err := os.MkdirTemp("", "wt-auth-test-")
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.t.Cleanup(func() { os.RemoveAll(dir) })
+	defer os.RemoveAll(dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	return filepath.Join(dir, name)
+	file := filepath.Join(dir, "import.json")
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.ctl("import_definitions", file)
 }
 
 // tempUser adds a user of a unique name (the server is shared) that the
@@ -101,7 +107,7 @@ func (r *rabbit) dial(user, password, vhost string) (*amqp.Connection, error) {
 func TestLiveHashes(t *testing.T) {
 	r := liveRabbit(t)
 	passwords := map[string]string{}
-	for _, p := range []string{"p", "pässwörd", "a longer password with spaces and symbols !@#$%^&*()"} {
+	for _, p := range []string{"pässwörd", "a longer password with spaces and symbols !@#$%^&*()"} {
 		passwords[r.tempUser(p)] = p
 	}
 	raw := []byte(r.ctl("export_definitions", "-"))
@@ -138,16 +144,16 @@ func TestLiveHashes(t *testing.T) {
 		t.Fatalf("export has %d of the %d users", found, len(passwords))
 	}
 	// And the other way: a hash we made logs in to RabbitMQ.
-	name := r.tempUser("unused")
-	file2 := r.tempFile("import.json")
-	hash := HashPassword("ours", newSalt())
-	imp, _ := json.Marshal(map[string]any{"users": []map[string]any{{
-		"name": name, "password_hash": hash, "hashing_algorithm": HashingSHA256, "tags": []string{}}}})
-	if err := os.WriteFile(file2, imp, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r.ctl("import_definitions", file2)
-	r.ctl("set_permissions", "-p", "/", name, "^$", "^$", "^$")
+	var b [6]byte
+	rand.Read(b[:])
+	name := "wt-auth-test-" + hex.EncodeToString(b[:])
+	imp, _ := json.Marshal(map[string]any{
+		"users": []map[string]any{{"name": name, "password_hash": HashPassword("ours", newSalt()),
+			"hashing_algorithm": HashingSHA256, "tags": []string{}}},
+		"permissions": []map[string]any{{"user": name, "vhost": "/", "configure": "^$", "write": "^$", "read": "^$"}},
+	})
+	r.importJSON(imp)
+	t.Cleanup(func() { exec.Command("rabbitmqctl", "-q", "-n", r.node, "delete_user", name).Run() })
 	c, err := r.dial(name, "ours", "")
 	if err != nil {
 		t.Fatalf("RabbitMQ refuses our hash: %v", err)
@@ -159,10 +165,6 @@ func TestLiveHashes(t *testing.T) {
 // Store and declares the queue: both must agree, in outcome and text.
 func TestLiveCheck(t *testing.T) {
 	r := liveRabbit(t)
-	user := r.tempUser("pw")
-	s := NewStore()
-	s.PutVHost("/", "", nil)
-	s.PutUser(user, "pw", nil)
 	byPattern := map[string][]string{}
 	var order []string
 	for _, c := range patternCases {
@@ -176,11 +178,29 @@ func TestLiveCheck(t *testing.T) {
 		}
 		byPattern[c.pattern] = append(byPattern[c.pattern], c.name)
 	}
-	for _, pattern := range order {
-		r.ctl("set_permissions", "-p", "/", user, pattern, "^$", "^$")
+	// One user per pattern, made with one import (rabbitmqctl is slow).
+	s := NewStore()
+	s.PutVHost("/", "", nil)
+	base := r.tempUser("pw")
+	var users, perms []map[string]any
+	for i, pattern := range order {
+		user := base + "-" + strconv.Itoa(i)
+		users = append(users, map[string]any{"name": user, "password": "pw", "tags": []string{}})
+		perms = append(perms, map[string]any{"user": user, "vhost": "/", "configure": pattern, "write": "^$", "read": "^$"})
+		s.PutUser(user, "pw", nil)
 		if err := s.SetPermissions(user, "/", pattern, "^$", "^$"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	doc, _ := json.Marshal(map[string]any{"users": users, "permissions": perms})
+	r.importJSON(doc)
+	t.Cleanup(func() {
+		exec.Command("rabbitmqctl", "-q", "-n", r.node, "eval",
+			`[rabbit_auth_backend_internal:delete_user(<<"`+base+`-", (integer_to_binary(I))/binary>>, <<"wiretap-test">>) || I <- lists:seq(0, `+
+				strconv.Itoa(len(order)-1)+`)].`).Run()
+	})
+	for i, pattern := range order {
+		user := base + "-" + strconv.Itoa(i)
 		conn, err := r.dial(user, "pw", "")
 		if err != nil {
 			t.Fatal(err)
