@@ -259,3 +259,32 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	})
 }
+
+// TestConcurrentUse runs checks while permissions, users and vhosts change
+// (go test -race finds unguarded state).
+func TestConcurrentUse(t *testing.T) {
+	s := NewDefaultStore()
+	s.PutUser("u", "p", nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			_ = s.SetPermissions("u", "/", "^a", ".*", "")
+			s.PutVHost("v", "", nil)
+			s.DeleteVHost("v")
+			s.PutUser("w", "p", []string{"t"})
+			_ = s.SetTopicPermissions("u", "/", "amq.topic", ".*", ".*")
+			s.DeleteUser("w")
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		_ = s.Check("u", "/", Configure, "queue", "a")
+		_ = s.CheckTopic("u", "/", "amq.topic", Write, "k")
+		_ = s.CheckVHostAccess("u", "/")
+		_, _ = s.Authenticate(PLAIN, []byte("\x00u\x00p"), loopback, nil)
+		_ = s.Users()
+		_ = s.Permissions()
+		_ = s.TopicPermissions()
+	}
+	<-done
+}

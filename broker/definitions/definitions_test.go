@@ -3,6 +3,7 @@ package definitions
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -301,4 +302,35 @@ func FuzzParse(f *testing.F) {
 			ToTable(q.Arguments) // must not panic
 		}
 	})
+}
+
+func BenchmarkParse(b *testing.B) {
+	raw, err := os.ReadFile(fixture)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(bytes.NewReader(raw)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWrite(b *testing.B) {
+	raw, err := os.ReadFile(fixture)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := Parse(bytes.NewReader(raw))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Write(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
