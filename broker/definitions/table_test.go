@@ -115,7 +115,7 @@ func TestFromTable(t *testing.T) {
 		"L": json.Number("18446744073709551615"), "f": json.Number("0.5"), "d": json.Number("3.0"), "nan": nil,
 		"D": json.Number("12.34"), "S": "héllo", "bad": "Not UTF-8, base64 is: //4=",
 		"long": "Not UTF-8, base64 is: " + long[:76] + "\n" + long[76:],
-		"x": "bytes", "T": json.Number("1700000000"), "V": "undefined",
+		"x":    "bytes", "T": json.Number("1700000000"), "V": "undefined",
 		"A": []any{json.Number("-1"), map[string]any{"k": "v"}}, "F": map[string]any{"k": "v"},
 	}
 	if got := FromTable(tb); !reflect.DeepEqual(got, want) {
