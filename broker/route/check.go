@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -185,7 +186,8 @@ func erlBinary(b []byte) string {
 
 // erlFloat writes a float as Erlang does: the shortest digits that read
 // back, in fixed or exponent notation, whichever is shorter (fixed on a
-// tie): 100.0, 1.0e3, 0.0001, 1.2e-4.
+// tie) below 2^53, exponent from there on: 100.0, 1.0e3, 0.0001, 1.2e-4,
+// 9.007199254740992e15.
 func erlFloat(f float64) string {
 	s := strconv.FormatFloat(f, 'e', -1, 64) // "-1.2345e+04"
 	sign := ""
@@ -212,7 +214,7 @@ func erlFloat(f float64) string {
 	default:
 		fixed = digits[:exp+1] + "." + digits[exp+1:]
 	}
-	if len(expForm) < len(fixed) {
+	if len(expForm) < len(fixed) || math.Abs(f) >= 1<<53 {
 		return sign + expForm
 	}
 	return sign + fixed

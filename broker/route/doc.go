@@ -19,10 +19,13 @@
 //   - topic: a trie of binding-key words with "*" and "#" edges, as
 //     RabbitMQ keeps one. Words are split on '.', empty words are words,
 //     the empty key has none; "*" takes exactly one word, "#" any number.
-//     Each (node, position) below a "#" is matched once per message, so
-//     patterns like "#.#.#" cost no more than linear work. Results are
-//     cached per routing key (256 slots, direct-mapped, dropped whenever
-//     a binding changes).
+//     Literal words are interned, so a message hashes each of its words
+//     once; each "#" node is matched once per message, so no node is
+//     matched more than once per word and patterns like "#.#.#.a" cost
+//     no more than that (RabbitMQ's walk is exponential in them). Routes
+//     are cached per routing key where it pays: a bounded cache (512
+//     two-way sets) switched on when walks have been costly and off when
+//     keys do not repeat, emptied whenever a binding changes.
 //   - headers: x-match all (the default), any, all-with-x and any-with-x;
 //     arguments starting "x-" are ignored except under the -with-x
 //     modes; a void argument matches on the header's presence; values

@@ -326,7 +326,7 @@ func TestHeadersModes(t *testing.T) {
 		{tbl("x-match", s("any"), "a", s("1"), "b", s("2")), tbl("c", s("2")), false},
 		{tbl("x-match", s("all")), nil, true},
 		{tbl("x-match", s("any")), tbl("a", s("1")), false},
-		{tbl("x-a", s("1")), nil, true},            // x- ignored: nothing to compare
+		{tbl("x-a", s("1")), nil, true}, // x- ignored: nothing to compare
 		{tbl("x-a", s("1"), "b", s("2")), tbl("b", s("2")), true},
 		{tbl("x-match", s("any"), "x-a", s("1")), tbl("x-a", s("1")), false},
 		{tbl("x-match", s("all-with-x"), "x-a", s("1")), tbl("x-a", s("1")), true},
