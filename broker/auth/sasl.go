@@ -111,7 +111,7 @@ func (s *Store) login(mechanism string, name, password []byte, peer netip.Addr) 
 }
 
 func (s *Store) loopbackRule(mechanism, name string, loopbackOnly bool, peer netip.Addr) (string, error) {
-	if loopbackOnly && !peer.IsLoopback() // IsLoopback unmaps ::ffff:127.x itself {
+	if loopbackOnly && !peer.IsLoopback() { // IsLoopback unmaps ::ffff:127.x itself
 		return "", refused(mechanism, name, "user '"+name+"' can only connect via localhost")
 	}
 	return name, nil
