@@ -810,7 +810,7 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 	q.mu.Lock()
 	q.touch()
 	e2, ok, exp := q.store.Pop(nowMillis(), q.scratch[:0])
-	q.collect(exp, "expired")
+	q.collect(exp, queue.Expired)
 	q.scratch = exp[:0]
 	if !ok {
 		q.unlock()

@@ -45,7 +45,7 @@ type queueState struct {
 // deadLetter is a message leaving a queue for its dead-letter exchange.
 type deadLetter struct {
 	e      queue.Entry
-	reason string
+	reason queue.Reason
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
@@ -66,7 +66,7 @@ func (q *queueState) unlock() {
 	}
 }
 
-func (q *queueState) collect(entries []queue.Entry, reason string) {
+func (q *queueState) collect(entries []queue.Entry, reason queue.Reason) {
 	for _, e := range entries {
 		if q.qa.HasDeadLetterExchange {
 			q.dead = append(q.dead, deadLetter{e: e, reason: reason})
@@ -86,7 +86,7 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 	now := time.Now()
 	for _, d := range dead {
 		m := d.e.Msg
-		hdr, err := deadLetterHeader(m.Header, d.reason, q.name, m.Exchange, m.RoutingKey, now)
+		hdr, err := queue.DeadLetterHeader(nil, m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
 		if err != nil {
 			continue
 		}
@@ -100,7 +100,7 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 			continue
 		}
 		for _, t := range qs {
-			if t == q && d.reason != "rejected" {
+			if t == q && d.reason != queue.Rejected {
 				// RabbitMQ drops a message dead-lettered back into its
 				// own queue by expiry or length in a cycle.
 				continue
@@ -130,7 +130,7 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 		return true
 	}
 	accepted, dropped := q.store.Push(m, now, q.scratch[:0])
-	q.collect(dropped, "maxlen")
+	q.collect(dropped, queue.MaxLen)
 	q.scratch = dropped[:0]
 	if accepted {
 		q.vh.b.mem.hold(m)
@@ -138,7 +138,7 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 		q.dispatch()
 		q.armTTL()
 	} else if q.cfg.Overflow == queue.RejectPublishDLX && q.qa.HasDeadLetterExchange {
-		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: "maxlen"})
+		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: queue.MaxLen})
 	}
 	q.unlock()
 	return accepted
@@ -163,7 +163,7 @@ func (q *queueState) expire() {
 	q.ttlTimer, q.ttlAt = nil, 0
 	if !q.deleted {
 		exp := q.store.Expire(nowMillis(), q.scratch[:0])
-		q.collect(exp, "expired")
+		q.collect(exp, queue.Expired)
 		q.scratch = exp[:0]
 		q.armTTL()
 	}
@@ -182,7 +182,7 @@ func (q *queueState) dispatch() {
 			return
 		}
 		e, ok, exp := q.store.Pop(now, q.scratch[:0])
-		q.collect(exp, "expired")
+		q.collect(exp, queue.Expired)
 		q.scratch = exp[:0]
 		if !ok {
 			return
@@ -300,7 +300,7 @@ func (q *queueState) settle(acked []queue.Entry, requeue []queue.Entry, dead []q
 		q.store.RequeueMany(requeue)
 		q.armTTL()
 	}
-	q.collect(dead, "rejected")
+	q.collect(dead, queue.Rejected)
 	q.dispatch()
 	q.unlock()
 }
