@@ -161,7 +161,7 @@ func ParseArgs(args amqp091.Table) (Config, Args, error) {
 	cfg := NoLimits
 	a := Args{Expires: -1}
 	if err := args.Validate(); err != nil {
-		return cfg, a, err
+		return cfg, a, &FormatError{What: "arguments", Err: err}
 	}
 	if v, ok := args.Get("x-dead-letter-exchange"); ok && v.Type != amqp091.TypeLongstr {
 		return cfg, a, &ArgError{Arg: "x-dead-letter-exchange", Form: InvalidType, Type: rabbitType(v.Type)}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -48,48 +49,45 @@ const (
 func DeadLetterHeader(dst []byte, m *Message, reason Reason, queue string, now time.Time, dropCC bool) ([]byte, error) {
 	var h amqp091.ContentHeader
 	if err := h.DecodeFromBytes(m.Header); err != nil {
-		return dst, err
+		return dst, &FormatError{What: "content header", Err: err}
 	}
 	p := &h.Properties
 	var headers amqp091.Table
 	if p.Flags&amqp091.FlagHeaders != 0 {
 		headers = p.Headers
 		if err := headers.Validate(); err != nil {
-			return dst, err
+			return dst, &FormatError{What: "headers", Err: err}
 		}
 	}
-	var b deathBuilder
-	var hasTTL bool
-	var ttl []byte
-	if p.Flags&amqp091.FlagExpiration != 0 {
-		hasTTL, ttl = true, p.Expiration
-	}
-	b.setInfo(headers, m, reason, queue, now, hasTTL, ttl)
+	b := builders.Get().(*deathBuilder)
+	defer b.release()
+	b.setInfo(headers, m, reason, queue, now, p.Flags&amqp091.FlagExpiration != 0, p.Expiration)
 
-	fs := tableFields(make([]field, 0, 16), headers)
+	fs := tableFields(b.fields[:0], headers)
 	xdeath, ok := headers.Get("x-death")
 	switch {
 	case !ok:
-		r := []byte(reason)
-		fs = keystore(fs, b.field("x-first-death-reason", amqp091.LongstrValue(r)))
-		fs = keystore(fs, b.field("x-first-death-queue", amqp091.StringValue(queue)))
-		fs = keystore(fs, b.field("x-first-death-exchange", amqp091.StringValue(m.Exchange)))
-		fs = keystore(fs, b.field("x-death", amqp091.ArrayValue(b.entryArray(nil))))
+		fs = keystore(fs, b.longstr("x-first-death-reason", string(reason)))
+		fs = keystore(fs, b.longstr("x-first-death-queue", queue))
+		fs = keystore(fs, b.longstr("x-first-death-exchange", m.Exchange))
+		fs = keystore(fs, b.firstDeath())
 	case xdeath.Type == amqp091.TypeArray:
-		fs = keystore(fs, b.field("x-death", amqp091.ArrayValue(b.updated(xdeath.Array(), []byte(reason), []byte(queue)))))
+		fs = keystore(fs, b.updated(xdeath.Array(), reason, queue))
 	default:
-		fs = keystore(fs, b.field("x-death", amqp091.ArrayValue(b.entryArray(nil))))
+		fs = keystore(fs, b.firstDeath())
 	}
-	slices.SortStableFunc(fs, func(x, y field) int { return bytes.Compare(x.key, y.key) })
+	slices.SortStableFunc(fs, compareKeys)
 	if dropCC {
 		if i := slices.IndexFunc(fs, func(f field) bool { return string(f.key) == "CC" }); i >= 0 {
 			fs = slices.Delete(fs, i, i+1)
 		}
 	}
-	var table []byte
+	b.fields = fs
+	start := len(b.buf)
 	for _, f := range fs {
-		table = append(table, f.raw...)
+		b.buf = append(b.buf, f.raw...)
 	}
+	table := b.buf[start:]
 	normalize(table, true)
 
 	p.Headers = table
@@ -97,6 +95,8 @@ func DeadLetterHeader(dst []byte, m *Message, reason Reason, queue string, now t
 	p.Expiration = nil
 	return h.AppendTo(dst), nil
 }
+
+func compareKeys(x, y field) int { return bytes.Compare(x.key, y.key) }
 
 // field is one encoded table field, its key included in raw.
 type field struct {
@@ -123,63 +123,132 @@ func keystore(fs []field, f field) []field {
 	return append(fs, f)
 }
 
-// deathBuilder encodes the new death's fields.
+// deathBuilder holds one DeadLetterHeader call's work, reused through a
+// pool. Everything it encodes goes into buf; a field refers to it only
+// once written whole, and buf only grows, so a field stays valid when a
+// later append moves buf.
 type deathBuilder struct {
+	buf []byte
 	// info is the death's fields but count, in the order RabbitMQ lists
 	// them: reason, queue, time, exchange, routing-keys and, for a message
 	// that had a per-message TTL, original-expiration.
-	info []field
+	info   []field
+	fields []field // the headers table's
+	entry  []field // the x-death entry being rebuilt
+	deaths []death
+	groups []group
 }
 
-func (b *deathBuilder) field(key string, v amqp091.Value) field {
-	raw := []byte(amqp091.Table(nil).Append(key, v))
-	return field{key: raw[1 : 1+len(key)], raw: raw}
+var builders = sync.Pool{New: func() any { return new(deathBuilder) }}
+
+func (b *deathBuilder) release() {
+	if cap(b.buf) > 64<<10 {
+		return // one huge header should not pin its memory in the pool
+	}
+	b.buf = b.buf[:0]
+	clear(b.info[:cap(b.info)])
+	clear(b.fields[:cap(b.fields)])
+	clear(b.entry[:cap(b.entry)])
+	clear(b.deaths[:cap(b.deaths)])
+	clear(b.groups[:cap(b.groups)])
+	b.info, b.fields, b.entry, b.deaths, b.groups = b.info[:0], b.fields[:0], b.entry[:0], b.deaths[:0], b.groups[:0]
+	builders.Put(b)
+}
+
+// begin starts a field named key of type t; finish completes it.
+func (b *deathBuilder) begin(key string, t amqp091.ValueType) int {
+	start := len(b.buf)
+	b.buf = append(b.buf, byte(len(key)))
+	b.buf = append(b.buf, key...)
+	b.buf = append(b.buf, byte(t))
+	return start
+}
+
+func (b *deathBuilder) finish(start int) field {
+	raw := b.buf[start:len(b.buf):len(b.buf)]
+	return field{key: raw[1 : 1+int(raw[0])], raw: raw}
+}
+
+func (b *deathBuilder) longstr(key, v string) field {
+	at := b.begin(key, amqp091.TypeLongstr)
+	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(v)))
+	b.buf = append(b.buf, v...)
+	return b.finish(at)
+}
+
+func (b *deathBuilder) long(key string, v uint64, t amqp091.ValueType) field {
+	at := b.begin(key, t)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, v)
+	return b.finish(at)
+}
+
+func (b *deathBuilder) count(n int64) field { return b.long("count", uint64(n), amqp091.TypeInt64) }
+
+// openLen appends a length to be set by closeLen.
+func (b *deathBuilder) openLen() int {
+	b.buf = append(b.buf, 0, 0, 0, 0)
+	return len(b.buf)
+}
+
+func (b *deathBuilder) closeLen(at int) {
+	binary.BigEndian.PutUint32(b.buf[at-4:], uint32(len(b.buf)-at))
+}
+
+// appendTable appends an array element holding a table of fs.
+func (b *deathBuilder) appendTable(fs ...field) {
+	b.buf = append(b.buf, byte(amqp091.TypeTable))
+	at := b.openLen()
+	for _, f := range fs {
+		b.buf = append(b.buf, f.raw...)
+	}
+	b.closeLen(at)
 }
 
 func (b *deathBuilder) setInfo(headers amqp091.Table, m *Message, reason Reason, queue string, now time.Time, hasTTL bool, ttl []byte) {
+	b.info = append(b.info, b.longstr("reason", string(reason)), b.longstr("queue", queue),
+		b.long("time", uint64(now.Unix()), amqp091.TypeTimestamp), b.longstr("exchange", m.Exchange))
 	// The first routing key is the one the message was published with;
 	// the others come from its CC and BCC headers (RabbitMQ strips BCC at
 	// publish, so normally only CC is left).
-	rks := amqp091.Array(nil).Append(amqp091.StringValue(m.RoutingKey))
+	at := b.begin("routing-keys", amqp091.TypeArray)
+	n := b.openLen()
+	b.buf = append(b.buf, byte(amqp091.TypeLongstr))
+	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(m.RoutingKey)))
+	b.buf = append(b.buf, m.RoutingKey...)
 	for _, key := range [...]string{"CC", "BCC"} {
 		if v, ok := headers.Get(key); ok && v.Type == amqp091.TypeArray {
 			it := v.Array().Iter()
 			for it.Next() {
-				if e := it.Value(); e.Type == amqp091.TypeLongstr {
-					rks = rks.Append(e)
+				if it.Value().Type == amqp091.TypeLongstr {
+					b.buf = append(b.buf, v.Array()[it.Offset():it.End()]...)
 				}
 			}
 		}
 	}
-	b.info = append(b.info,
-		b.field("reason", amqp091.StringValue(string(reason))),
-		b.field("queue", amqp091.StringValue(queue)),
-		b.field("time", amqp091.TimestampValue(now)),
-		b.field("exchange", amqp091.StringValue(m.Exchange)),
-		b.field("routing-keys", amqp091.ArrayValue(rks)))
+	b.closeLen(n)
+	b.info = append(b.info, b.finish(at))
 	if hasTTL {
-		b.info = append(b.info, b.field("original-expiration", amqp091.LongstrValue(ttl)))
+		at := b.begin("original-expiration", amqp091.TypeLongstr)
+		b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(ttl)))
+		b.buf = append(b.buf, ttl...)
+		b.info = append(b.info, b.finish(at))
 	}
 }
 
-func countField(b *deathBuilder, n int64) field { return b.field("count", amqp091.Int64Value(n)) }
-
-// appendTable appends an array element holding a table of fs.
-func appendTable(dst []byte, fs []field) []byte {
-	dst = append(dst, byte(amqp091.TypeTable), 0, 0, 0, 0)
-	at := len(dst)
-	for _, f := range fs {
-		dst = append(dst, f.raw...)
+// firstDeath returns x-death holding only the new death, count first and
+// its fields in RabbitMQ's order.
+func (b *deathBuilder) firstDeath() field {
+	at := b.begin("x-death", amqp091.TypeArray)
+	n := b.openLen()
+	b.buf = append(b.buf, byte(amqp091.TypeTable))
+	t := b.openLen()
+	b.count(1)
+	for _, f := range b.info {
+		b.buf = append(b.buf, f.raw...)
 	}
-	binary.BigEndian.PutUint32(dst[at-4:], uint32(len(dst)-at))
-	return dst
-}
-
-// entryArray returns x-death holding only the new death, count first and
-// its fields in RabbitMQ's order, followed by others.
-func (b *deathBuilder) entryArray(others []byte) amqp091.Array {
-	fs := append([]field{countField(b, 1)}, b.info...)
-	return amqp091.Array(append(appendTable(nil, fs), others...))
+	b.closeLen(t)
+	b.closeLen(n)
+	return b.finish(at)
 }
 
 // deathKey is what RabbitMQ groups x-death entries by: the values of their
@@ -229,10 +298,16 @@ type death struct {
 	key   deathKey
 }
 
-// updated returns the x-death array after the new death, for an existing
+// group is an x-death entry after RabbitMQ's merging.
+type group struct {
+	d     death
+	count int64 // the count to give an entry that has none; 0: as it is
+}
+
+// updated returns the x-death field after the new death, for an existing
 // array old.
-func (b *deathBuilder) updated(old amqp091.Array, reason, queue []byte) amqp091.Array {
-	var ds []death
+func (b *deathBuilder) updated(old amqp091.Array, reason Reason, queue string) field {
+	ds := b.deaths[:0]
 	it := old.Iter()
 	for it.Next() {
 		d := death{raw: old[it.Offset():it.End()]}
@@ -244,23 +319,20 @@ func (b *deathBuilder) updated(old amqp091.Array, reason, queue []byte) amqp091.
 		}
 		ds = append(ds, d)
 	}
+	b.deaths = ds
 	// RabbitMQ first merges entries by queue and reason (headers from
 	// before 3.x had one entry per death): each key keeps its first entry,
 	// given a count of how many there were if it had none, and the keys
 	// come out in reverse order of first appearance. A lone entry is left
 	// as it is.
-	type group struct {
-		d     death
-		count int64 // count to add when the entry has none; 0: as it is
-	}
-	var groups []group
+	gs := b.groups[:0]
 	if len(ds) == 1 {
-		groups = append(groups, group{d: ds[0]})
+		gs = append(gs, group{d: ds[0]})
 	} else {
 	next:
 		for i, d := range ds {
 			if !d.isTab {
-				groups = append(groups, group{d: d})
+				gs = append(gs, group{d: d})
 				continue
 			}
 			for _, e := range ds[:i] {
@@ -274,46 +346,63 @@ func (b *deathBuilder) updated(old amqp091.Array, reason, queue []byte) amqp091.
 					n++
 				}
 			}
-			groups = append(groups, group{d: d, count: n})
+			gs = append(gs, group{d: d, count: n})
 		}
-		slices.Reverse(groups)
+		slices.Reverse(gs)
 	}
-	mine := deathKey{queue: erlValue{class: 'b', b: queue}, reason: erlValue{class: 'b', b: reason}}
-	var entry []field
-	var rest []byte
-	for _, g := range groups {
-		_, hasCount := g.d.table.Get("count")
-		if entry == nil && g.d.isTab && g.d.key.equal(mine) {
-			entry = tableFields(nil, g.d.table)
-			n := int64(1)
-			if !hasCount && g.count > 0 {
-				n = g.count + 1
-			} else if c, ok := g.d.table.Get("count"); ok {
-				n = countOf(c) + 1
-			}
-			if hasCount {
-				for i := range entry {
-					if string(entry[i].key) == "count" {
-						entry[i] = countField(b, n)
-						break
-					}
-				}
-			} else {
-				entry = append([]field{countField(b, n)}, entry...)
-			}
+	b.groups = gs
+
+	mine := deathKey{queue: erlValue{class: 'b', b: []byte(queue)}, reason: erlValue{class: 'b', b: []byte(reason)}}
+	match := -1
+	for i, g := range gs {
+		if g.d.isTab && g.d.key.equal(mine) {
+			match = i
+			break
+		}
+	}
+	// The entry for this death, its fields sorted by name: the matching
+	// one with its count incremented, else a new one.
+	entry := b.entry[:0]
+	if match >= 0 {
+		g := gs[match]
+		c, hasCount := g.d.table.Get("count")
+		entry = tableFields(entry, g.d.table)
+		switch {
+		case hasCount:
+			i := slices.IndexFunc(entry, func(f field) bool { return string(f.key) == "count" })
+			entry[i] = b.count(countOf(c) + 1)
+		case g.count > 0:
+			entry = append(entry, b.count(g.count+1))
+		default:
+			entry = append(entry, b.count(1))
+		}
+	} else {
+		entry = append(entry, b.count(1))
+		entry = append(entry, b.info...)
+	}
+	slices.SortStableFunc(entry, compareKeys)
+	b.entry = entry
+
+	at := b.begin("x-death", amqp091.TypeArray)
+	n := b.openLen()
+	b.appendTable(entry...)
+	for i, g := range gs {
+		if i == match {
 			continue
 		}
-		if g.count > 0 && !hasCount {
-			rest = appendTable(rest, append([]field{countField(b, g.count)}, tableFields(nil, g.d.table)...))
+		if _, hasCount := g.d.table.Get("count"); g.count > 0 && !hasCount {
+			// The merged count goes first, as RabbitMQ prepends it.
+			b.buf = append(b.buf, byte(amqp091.TypeTable))
+			t := b.openLen()
+			b.count(g.count)
+			b.buf = append(b.buf, g.d.table...)
+			b.closeLen(t)
 		} else {
-			rest = append(rest, g.d.raw...)
+			b.buf = append(b.buf, g.d.raw...)
 		}
 	}
-	if entry == nil {
-		entry = append([]field{countField(b, 1)}, b.info...)
-	}
-	slices.SortStableFunc(entry, func(x, y field) int { return bytes.Compare(x.key, y.key) })
-	return amqp091.Array(append(appendTable(nil, entry), rest...))
+	b.closeLen(n)
+	return b.finish(at)
 }
 
 // countOf reads an existing count; RabbitMQ adds one to any integer.

@@ -9,8 +9,9 @@
 // x-max-length-bytes with the three x-overflow modes. It is a plain data
 // structure, not safe for concurrent use: the broker holds the queue's lock
 // around each call, and does consumers, deliveries, acknowledgements and
-// dead-letter routing itself. A ring buffer per priority keeps publish,
-// delivery and requeue free of allocations in the steady state.
+// dead-letter routing itself. Per priority, a ring buffer in publish order
+// and a heap of requeued entries keep publish, delivery and requeue free
+// of allocations in the steady state.
 //
 // [ParseArgs] validates queue.declare arguments, [Message.ParseProperties]
 // a publish's properties, each refusing exactly what RabbitMQ refuses with

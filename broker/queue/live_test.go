@@ -3,6 +3,10 @@ package queue
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +21,54 @@ import (
 // bytes, orders. They skip without a broker, and fail when CI=true.
 
 const livePrefix = "wiretap-queue-live-"
+
+var update = flag.Bool("update", false, "record what RabbitMQ said in testdata/rabbitmq.json")
+
+// recorded is what the live tests saw RabbitMQ do, kept in
+// testdata/rabbitmq.json (go test -run Live -update) so the offline tests
+// check the same answers without a broker.
+type recorded struct {
+	// Args: queue.declare arguments (hex) on a queue, and the reply
+	// text, "" when accepted.
+	Args []struct {
+		Table, Queue, Text string
+	}
+	// Publish: a content header (hex) and the reply text, "" when accepted.
+	Publish []struct {
+		Header, Text string
+	}
+	// DeadLetter: a stored header and the dead-lettered copy's (hex).
+	DeadLetter []struct {
+		Name, Exchange, RoutingKey, Reason, Queue string
+		DropCC                                    bool
+		Time                                      int64
+		Stored, Got                               string
+	}
+}
+
+var record recorded
+
+const recordFile = "testdata/rabbitmq.json"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	// A run that skipped the live tests, or ran some of them, has
+	// nothing whole to record.
+	if *update && code == 0 && len(record.Args) > 0 && len(record.Publish) > 0 && len(record.DeadLetter) > 0 {
+		b, err := json.MarshalIndent(&record, "", "\t")
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(recordFile), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(recordFile, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(code)
+}
 
 var (
 	str   = amqp091.StringValue
@@ -114,6 +166,11 @@ func TestLiveArgs(t *testing.T) {
 	for _, args := range cases {
 		for _, name := range []string{livePrefix + "args", long} {
 			want := rc.declare(name, args)
+			text := ""
+			if want != nil {
+				text = want.(*closeError).Text
+			}
+			record.Args = append(record.Args, struct{ Table, Queue, Text string }{hex.EncodeToString(args), name, text})
 			_, _, got := ParseArgs(args)
 			m, _ := args.Map()
 			switch {
@@ -150,6 +207,7 @@ func TestLiveExpiration(t *testing.T) {
 		got := m.ParseProperties()
 		rc.publish("", q, &header.Properties, m.Body)
 		want := rc.sync()
+		recordPublish(m.Header, want)
 		switch {
 		case want == nil && got == nil:
 			if ttl, _ := ParseExpiration([]byte(exp)); m.Expiration != ttl || ttl < 0 {
@@ -189,6 +247,7 @@ func TestLiveInvalidMessage(t *testing.T) {
 		got := m.ParseProperties()
 		rc.publish("", q, &p, m.Body)
 		want := rc.sync()
+		recordPublish(m.Header, want)
 		switch {
 		case want == nil && got == nil:
 			if m.Persistent != (p.DeliveryMode == 2) || m.Priority != p.Priority {
@@ -202,6 +261,14 @@ func TestLiveInvalidMessage(t *testing.T) {
 			}
 		}
 	}
+}
+
+func recordPublish(header []byte, err error) {
+	text := ""
+	if err != nil {
+		text = err.Error()
+	}
+	record.Publish = append(record.Publish, struct{ Header, Text string }{hex.EncodeToString(header), text})
 }
 
 // deadLetterCase is one message dead-lettered by RabbitMQ and by
@@ -332,6 +399,12 @@ func TestLiveDeadLetterHeader(t *testing.T) {
 				}
 			}
 			m := &Message{Exchange: c.exchange, RoutingKey: rk, Header: stored.Header, Body: stored.Body}
+			record.DeadLetter = append(record.DeadLetter, struct {
+				Name, Exchange, RoutingKey, Reason, Queue string
+				DropCC                                    bool
+				Time                                      int64
+				Stored, Got                               string
+			}{c.name, c.exchange, rk, string(reason), source, dropCC, now.Unix(), hex.EncodeToString(stored.Header), hex.EncodeToString(got.Header)})
 			mine, err := DeadLetterHeader(nil, m, reason, source, now, dropCC)
 			if err != nil {
 				t.Fatal(err)

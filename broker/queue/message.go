@@ -17,12 +17,24 @@ type Message struct {
 	Header []byte
 	Body   []byte
 	// Expiration is the per-message TTL in milliseconds from the
-	// expiration property, -1 for none; Priority is the priority property
-	// (0 when absent); Persistent says delivery-mode is 2. ParseProperties
-	// sets all three.
+	// expiration property, -1 for none (0 is a TTL: expire unless
+	// delivered at once); Priority is the priority property (0 when
+	// absent); Persistent says delivery-mode is 2. ParseProperties sets
+	// all three, as NewMessage does.
 	Expiration int64
 	Priority   uint8
 	Persistent bool
+}
+
+// NewMessage returns the message published to exchange with routingKey,
+// its properties parsed and checked by ParseProperties. header and body
+// are kept, not copied.
+func NewMessage(exchange, routingKey string, header, body []byte) (*Message, error) {
+	m := &Message{Exchange: exchange, RoutingKey: routingKey, Header: header, Body: body}
+	if err := m.ParseProperties(); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // Size is what the message counts against x-max-length-bytes: RabbitMQ
@@ -41,7 +53,7 @@ const MaxExpiry = 315_360_000_000
 func (m *Message) ParseProperties() error {
 	var h amqp091.ContentHeader
 	if err := h.DecodeFromBytes(m.Header); err != nil {
-		return err
+		return &FormatError{What: "content header", Err: err}
 	}
 	p := &h.Properties
 	m.Expiration = -1
@@ -156,6 +168,16 @@ func (e *PublishError) text() string {
 	}
 	return string(appendPretty([]byte(prefix), e.reason, column(prefix), 80))
 }
+
+// FormatError is input that is not well-formed AMQP: a content header or
+// a field table the codec refuses.
+type FormatError struct {
+	What string // "content header", "arguments"
+	Err  error
+}
+
+func (e *FormatError) Error() string { return "queue: " + e.What + ": " + e.Err.Error() }
+func (e *FormatError) Unwrap() error { return e.Err }
 
 // rabbitType names a field-value type as RabbitMQ's table parser does, the
 // name its error reasons print.

@@ -243,7 +243,7 @@ func (q *Queue) Requeue(e Entry) {
 }
 
 // RequeueMany requeues es as Requeue does, for a channel closing with
-// many deliveries unacknowledged.
+// many deliveries unacknowledged: O(log k) each, in any order.
 func (q *Queue) RequeueMany(es []Entry) {
 	for _, e := range es {
 		q.Requeue(e)
