@@ -168,3 +168,44 @@ func BenchmarkRouteHeaders100(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkResolve(b *testing.B) {
+	b.Run("direct-1-queue", func(b *testing.B) {
+		ix := New(Direct)
+		ix.Add(Binding{Dest: q("q"), Key: "k"})
+		r := &Resolver{Lookup: func(string) (*Index, string, bool) { return ix, "", true }}
+		key := []byte("k")
+		dst := make([]Dest, 0, 4)
+		b.ReportAllocs()
+		for b.Loop() {
+			dst = r.Resolve("x", key, nil, dst[:0])
+		}
+	})
+	b.Run("exchange-chain-cycle", func(b *testing.B) {
+		r, _ := testTopology()
+		key := []byte("a.b")
+		dst := make([]Dest, 0, 4)
+		b.ReportAllocs()
+		for b.Loop() {
+			dst = r.Resolve("start", key, nil, dst[:0])
+		}
+	})
+}
+
+func BenchmarkAddRemove(b *testing.B) {
+	for _, k := range []Kind{Direct, Fanout, Topic, Headers} {
+		b.Run(k.String(), func(b *testing.B) {
+			ix := New(k)
+			args := amqp091.Table(nil).Append("x-match", amqp091.StringValue("any")).Append("a", amqp091.Int32Value(1))
+			for i := range 1000 {
+				ix.Add(Binding{Dest: queue(i % 50), Key: "a.b." + strconv.Itoa(i), Args: args})
+			}
+			bd := Binding{Dest: q("new"), Key: "a.*.c", Args: args}
+			b.ReportAllocs()
+			for b.Loop() {
+				ix.Add(bd)
+				ix.Remove(bd.Dest, bd.Key, bd.Args)
+			}
+		})
+	}
+}

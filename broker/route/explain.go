@@ -76,7 +76,7 @@ type HeaderMatch struct {
 // destinations of the matching ones are what Route returns. It allocates
 // and is meant for route explain, not for routing.
 func (ix *Index) Explain(key []byte, headers amqp091.Table) []Match {
-	ms := make([]Match, 0, len(ix.list))
+	ms := make([]Match, 0, ix.n)
 	var words []string
 	var hdrs []field
 	switch ix.kind {
@@ -85,7 +85,7 @@ func (ix *Index) Explain(key []byte, headers amqp091.Table) []Match {
 	case Headers:
 		hdrs, _ = appendFields(nil, headers)
 	}
-	for _, b := range ix.list {
+	for b := ix.head; b != nil; b = b.next {
 		m := Match{Binding: Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args}}
 		switch ix.kind {
 		case Fanout:

@@ -14,7 +14,10 @@ import (
 
 // opReader turns fuzz bytes into choices; past the end every choice is 0.
 type opReader struct {
-	b []byte
+	b     []byte
+	dests []Dest
+	// The words of binding keys and routing keys.
+	patternWords, keyWords []string
 }
 
 func (r *opReader) more() bool { return len(r.b) > 0 }
@@ -30,10 +33,21 @@ func (r *opReader) pick(n int) int {
 
 var (
 	fuzzDests = []Dest{{Queue, "q1"}, {Queue, "q2"}, {Queue, "q3"}, {Queue, "q4"}, {Exchange, "x1"}, {Exchange, "x2"}}
+	manyDests = func() []Dest {
+		ds := []Dest{{Exchange, "x1"}, {Exchange, "x2"}}
+		for i := range 3 * groupScan {
+			ds = append(ds, Dest{Queue, "q" + strconv.Itoa(i)})
+		}
+		return ds
+	}()
 	// Binding-key words and routing-key words: the wildcards, empty
 	// words, and a literal "*" or "#" in a routing key.
 	fuzzPatternWords = []string{"a", "b", "*", "#", "", "a*"}
 	fuzzKeyWords     = []string{"a", "b", "c", "", "*", "#", "a*"}
+	// More literal words than a trie node scans.
+	manyWords        = []string{"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10", "w11"}
+	manyPatternWords = append(append([]string{}, fuzzPatternWords...), manyWords...)
+	manyKeyWords     = append(append([]string{}, fuzzKeyWords...), manyWords...)
 	fuzzHeaderKeys   = []string{"a", "b", "c", "x-a", "x-match", "", "aa"}
 	fuzzModes        = []string{"all", "any", "all-with-x", "any-with-x", "bogus", ""}
 )
@@ -106,10 +120,10 @@ func (r *opReader) words(vocab []string) string {
 }
 
 func (r *opReader) binding(k Kind, vals []amqp091.Value) Binding {
-	b := Binding{Dest: fuzzDests[r.pick(len(fuzzDests))]}
+	b := Binding{Dest: r.dests[r.pick(len(r.dests))]}
 	switch k {
 	case Topic:
-		b.Key = r.words(fuzzPatternWords)
+		b.Key = r.words(r.patternWords)
 	default:
 		b.Key = []string{"", "a", "b"}[r.pick(3)]
 	}
@@ -125,6 +139,11 @@ func checkOps(t *testing.T, data []byte) {
 	r := &opReader{b: data}
 	kind := Kind(r.pick(4) + 1)
 	ix, ref := New(kind), newRef(kind)
+	// Sometimes many destinations, past what a group scans.
+	r.dests, r.patternWords, r.keyWords = fuzzDests, fuzzPatternWords, fuzzKeyWords
+	if r.pick(4) == 0 {
+		r.dests, r.patternWords, r.keyWords = manyDests, manyPatternWords, manyKeyWords
+	}
 	if kind == Topic && r.pick(2) == 0 {
 		ix.topic.cache.pinned = true
 		ix.topic.cache.enable()
@@ -155,12 +174,12 @@ func checkOps(t *testing.T, data []byte) {
 				t.Fatalf("step %d: %s Remove(%v %q %x) = %v, reference %v", step, kind, b.Dest, b.Key, []byte(b.Args), got, want)
 			}
 		case op == 6:
-			d := fuzzDests[r.pick(len(fuzzDests))]
+			d := r.dests[r.pick(len(r.dests))]
 			if got, want := ix.RemoveDest(d), ref.removeDest(d); got != want {
 				t.Fatalf("step %d: %s RemoveDest(%v) = %d, reference %d", step, kind, d, got, want)
 			}
 		default:
-			key := r.words(fuzzKeyWords)
+			key := r.words(r.keyWords)
 			if kind == Direct && r.pick(2) == 0 {
 				key = []string{"", "a", "b"}[r.pick(3)]
 			}
@@ -276,7 +295,11 @@ func TestAgainstReference(t *testing.T) {
 		n = 300
 	}
 	for i := range n {
-		data := make([]byte, 50+rng.IntN(400))
+		size := 50 + rng.IntN(400)
+		if i%8 == 0 {
+			size *= 10 // long enough for groups of many destinations
+		}
+		data := make([]byte, size)
 		for j := range data {
 			data[j] = byte(rng.UintN(256))
 		}

@@ -77,7 +77,11 @@ type headerPattern struct {
 	// message; otherwise the keys it is found under in byAnchor.
 	always  bool
 	anchors []string
-	mark    uint64 // the Route call that last tried it
+	// Where the pattern is in h.always (slots[0]) or in the byAnchor list
+	// of each anchor, so that removing it costs the same however many
+	// bindings share an anchor.
+	slots []int
+	mark  uint64 // the Route call that last tried it
 }
 
 func newHeaderPattern(b *binding, canon amqp091.Table) *headerPattern {
@@ -148,13 +152,16 @@ type anchorSpan struct{ start, norm, end int }
 
 func (h *headersIndex) add(p *headerPattern) {
 	if p.always {
+		p.slots = []int{len(h.always)}
 		h.always = append(h.always, p)
 		return
 	}
 	if h.byAnchor == nil {
 		h.byAnchor = make(map[string][]*headerPattern)
 	}
-	for _, a := range p.anchors {
+	p.slots = make([]int, len(p.anchors))
+	for i, a := range p.anchors {
+		p.slots[i] = len(h.byAnchor[a])
 		h.byAnchor[a] = append(h.byAnchor[a], p)
 		h.count(a, 1)
 	}
@@ -170,23 +177,35 @@ func (h *headersIndex) count(anchor string, delta int) {
 
 func (h *headersIndex) remove(p *headerPattern) {
 	if p.always {
-		if i := slices.Index(h.always, p); i >= 0 {
-			h.always = slices.Delete(h.always, i, i+1)
-		}
+		h.always = removeSlot(h.always, p.slots[0], "")
 		return
 	}
-	for _, a := range p.anchors {
-		ps := h.byAnchor[a]
-		if i := slices.Index(ps, p); i >= 0 {
-			ps = slices.Delete(ps, i, i+1)
-			h.count(a, -1)
-		}
+	for i, a := range p.anchors {
+		ps := removeSlot(h.byAnchor[a], p.slots[i], a)
+		h.count(a, -1)
 		if len(ps) == 0 {
 			delete(h.byAnchor, a)
 		} else {
 			h.byAnchor[a] = ps
 		}
 	}
+}
+
+// removeSlot removes ps[i], moving the last pattern into its place and
+// noting its new slot in the list of anchor a ("" for h.always).
+func removeSlot(ps []*headerPattern, i int, a string) []*headerPattern {
+	last := len(ps) - 1
+	if i < last {
+		moved := ps[last]
+		ps[i] = moved
+		if a == "" {
+			moved.slots[0] = i
+		} else {
+			moved.slots[slices.Index(moved.anchors, a)] = i
+		}
+	}
+	ps[last] = nil
+	return ps[:last]
 }
 
 func (h *headersIndex) route(headers amqp091.Table, gen uint64, dst []Dest) []Dest {

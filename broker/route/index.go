@@ -1,9 +1,7 @@
 package route
 
 import (
-	"cmp"
 	"encoding/binary"
-	"slices"
 
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
@@ -13,11 +11,13 @@ import (
 // the broker holds the exchange's lock around every call (a read lock is
 // not enough for Route, which keeps scratch state and a cache).
 type Index struct {
-	kind  Kind
-	list  []*binding          // in the order added
-	ids   map[string]*binding // by identity (see bindingID)
-	dests map[Dest]*destRec
-	seq   uint64
+	kind Kind
+	// The bindings in the order added, a doubly linked list so that
+	// removing one costs the same however many there are.
+	head, tail *binding
+	n          int
+	ids        map[string]*binding // by identity (see bindingID)
+	dests      map[Dest]*destRec
 	// gen numbers Route calls, for the marks that deduplicate
 	// destinations without a set per call.
 	gen uint64
@@ -33,8 +33,9 @@ type Index struct {
 
 // binding is a Binding as the index keeps it.
 type binding struct {
-	seq  uint64
-	dest *destRec
+	prev, next   *binding // in the index, in the order added
+	dprev, dnext *binding // among the bindings to the same destination
+	dest         *destRec
 	key  string
 	args amqp091.Table // the caller's encoding, copied
 	id   string
@@ -49,8 +50,9 @@ type binding struct {
 // bindings.
 type destRec struct {
 	Dest
-	refs int    // bindings to it
-	mark uint64 // the Route call (gen) that last appended it
+	refs  int      // bindings to it
+	first *binding // the list of them, by dprev and dnext
+	mark  uint64   // the Route call (gen) that last appended it
 }
 
 // destRef counts the bindings of one group that lead to one destination.
@@ -61,35 +63,67 @@ type destRef struct {
 
 // group is a set of bindings that always route together (a fanout
 // exchange's, a direct key's, a topic trie node's), kept as the
-// deduplicated destinations they lead to, ready to be appended.
+// deduplicated destinations they lead to, ready to be appended. Their
+// order is not kept: a destination removed gives its place to the last.
 type group struct {
 	refs  []destRef
 	ready []Dest
+	pos   map[*destRec]int // where each is in refs, once there are many
+}
+
+// groupScan is how many destinations a group scans for one before it
+// keeps their positions in a map.
+const groupScan = 16
+
+func (g *group) find(rec *destRec) int {
+	if g.pos != nil {
+		if i, ok := g.pos[rec]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range g.refs {
+		if g.refs[i].rec == rec {
+			return i
+		}
+	}
+	return -1
 }
 
 func (g *group) add(rec *destRec) {
-	for i := range g.refs {
-		if g.refs[i].rec == rec {
-			g.refs[i].n++
-			return
-		}
+	if i := g.find(rec); i >= 0 {
+		g.refs[i].n++
+		return
 	}
 	g.refs = append(g.refs, destRef{rec: rec, n: 1})
 	g.ready = append(g.ready, rec.Dest)
+	if g.pos != nil {
+		g.pos[rec] = len(g.refs) - 1
+	} else if len(g.refs) > groupScan {
+		g.pos = make(map[*destRec]int, 2*len(g.refs))
+		for i, r := range g.refs {
+			g.pos[r.rec] = i
+		}
+	}
 }
 
 // remove drops one binding to rec; it reports whether the group is empty.
 func (g *group) remove(rec *destRec) bool {
-	for i := range g.refs {
-		if g.refs[i].rec != rec {
-			continue
+	i := g.find(rec)
+	if i < 0 {
+		return len(g.refs) == 0
+	}
+	if g.refs[i].n--; g.refs[i].n == 0 {
+		last := len(g.refs) - 1
+		g.refs[i], g.ready[i] = g.refs[last], g.ready[last]
+		g.refs[last], g.ready[last] = destRef{}, Dest{}
+		g.refs, g.ready = g.refs[:last], g.ready[:last]
+		if g.pos != nil {
+			delete(g.pos, rec)
+			if i < last {
+				g.pos[g.refs[i].rec] = i
+			}
 		}
-		g.refs[i].n--
-		if g.refs[i].n == 0 {
-			g.refs = slices.Delete(g.refs, i, i+1)
-			g.ready = slices.Delete(g.ready, i, i+1)
-		}
-		break
 	}
 	return len(g.refs) == 0
 }
@@ -108,7 +142,7 @@ func New(k Kind) *Index {
 func (ix *Index) Kind() Kind { return ix.kind }
 
 // Len returns the number of bindings.
-func (ix *Index) Len() int { return len(ix.list) }
+func (ix *Index) Len() int { return ix.n }
 
 // bindingID appends a binding's identity to dst: destination kind, name,
 // key and the canonical arguments, each length-prefixed, so that bindings
@@ -145,13 +179,24 @@ func (ix *Index) Add(b Binding) (added bool) {
 		ix.dests[b.Dest] = rec
 	}
 	rec.refs++
-	ix.seq++
-	nb := &binding{seq: ix.seq, dest: rec, key: b.Key, id: string(id)}
+	nb := &binding{dest: rec, key: b.Key, id: string(id)}
 	if len(b.Args) > 0 {
 		nb.args = append(amqp091.Table(nil), b.Args...)
 	}
 	ix.ids[nb.id] = nb
-	ix.list = append(ix.list, nb)
+	nb.prev = ix.tail
+	if ix.tail != nil {
+		ix.tail.next = nb
+	} else {
+		ix.head = nb
+	}
+	ix.tail = nb
+	ix.n++
+	nb.dnext = rec.first
+	if rec.first != nil {
+		rec.first.dprev = nb
+	}
+	rec.first = nb
 	switch ix.kind {
 	case Fanout:
 		ix.fanout.add(rec)
@@ -190,9 +235,6 @@ func (ix *Index) Remove(dest Dest, key string, args amqp091.Table) (removed bool
 	if b == nil {
 		return false
 	}
-	// ix.list is in seq order.
-	i, _ := slices.BinarySearchFunc(ix.list, b.seq, func(e *binding, seq uint64) int { return cmp.Compare(e.seq, seq) })
-	ix.list = slices.Delete(ix.list, i, i+1)
 	ix.unlink(b)
 	return true
 }
@@ -204,25 +246,37 @@ func (ix *Index) RemoveDest(dest Dest) int {
 	if rec == nil {
 		return 0
 	}
-	n := 0
-	kept := ix.list[:0]
-	for _, b := range ix.list {
-		if b.dest == rec {
-			ix.unlink(b)
-			n++
-			continue
-		}
-		kept = append(kept, b)
+	n := rec.refs
+	for rec.first != nil {
+		ix.unlink(rec.first)
 	}
-	clear(ix.list[len(kept):])
-	ix.list = kept
 	return n
 }
 
-// unlink takes b out of everything but ix.list.
+// unlink takes b out of the index.
 func (ix *Index) unlink(b *binding) {
 	delete(ix.ids, b.id)
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		ix.head = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	} else {
+		ix.tail = b.prev
+	}
+	ix.n--
 	rec := b.dest
+	if b.dprev != nil {
+		b.dprev.dnext = b.dnext
+	} else {
+		rec.first = b.dnext
+	}
+	if b.dnext != nil {
+		b.dnext.dprev = b.dprev
+	}
+	b.prev, b.next, b.dprev, b.dnext = nil, nil, nil, nil
 	switch ix.kind {
 	case Fanout:
 		ix.fanout.remove(rec)
@@ -244,7 +298,7 @@ func (ix *Index) unlink(b *binding) {
 // Bindings appends every binding to dst in the order they were added.
 // Their Args alias the index's copies: do not modify them.
 func (ix *Index) Bindings(dst []Binding) []Binding {
-	for _, b := range ix.list {
+	for b := ix.head; b != nil; b = b.next {
 		dst = append(dst, Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args})
 	}
 	return dst
