@@ -36,9 +36,9 @@ type binding struct {
 	prev, next   *binding // in the index, in the order added
 	dprev, dnext *binding // among the bindings to the same destination
 	dest         *destRec
-	key  string
-	args amqp091.Table // the caller's encoding, copied
-	id   string
+	key          string
+	args         amqp091.Table // the caller's encoding, copied
+	id           string
 	// Headers exchanges only: the arguments sorted and normalised, and
 	// the pattern read from them.
 	pattern *headerPattern
