@@ -42,6 +42,9 @@ type Queue struct {
 	n        int
 	bytes    int64
 	seq      uint64
+	// timed counts the entries that expire, so queues without TTLs skip
+	// the head checks.
+	timed int
 }
 
 // New returns an empty queue obeying cfg.
@@ -117,6 +120,9 @@ func (q *Queue) Push(m *Message, now int64, dropped []Entry) (accepted bool, _ [
 	q.mark(p)
 	q.n++
 	q.bytes += m.Size()
+	if e.Expires != 0 {
+		q.timed++
+	}
 	return true, q.DropHead(dropped)
 }
 
@@ -157,6 +163,9 @@ func (q *Queue) remove(p int) Entry {
 	q.unmarkIfEmpty(p)
 	q.n--
 	q.bytes -= e.Msg.Size()
+	if e.Expires != 0 {
+		q.timed--
+	}
 	return e
 }
 
@@ -167,7 +176,7 @@ func (q *Queue) remove(p int) Entry {
 // priority queues, where the head is the highest priority's), until they
 // reach the head.
 func (q *Queue) Expire(now int64, expired []Entry) []Entry {
-	for {
+	for q.timed > 0 {
 		p := q.head()
 		if p < 0 {
 			return expired
@@ -178,6 +187,7 @@ func (q *Queue) Expire(now int64, expired []Entry) []Entry {
 		}
 		expired = append(expired, q.remove(p))
 	}
+	return expired
 }
 
 // NextExpiry returns when the head expires, for the broker's timer; ok is
@@ -240,6 +250,9 @@ func (q *Queue) Requeue(e Entry) {
 	q.mark(p)
 	q.n++
 	q.bytes += e.Msg.Size()
+	if e.Expires != 0 {
+		q.timed++
+	}
 }
 
 // RequeueMany requeues es as Requeue does, for a channel closing with
@@ -258,7 +271,7 @@ func (q *Queue) Purge() int {
 		q.levels[p] = level{}
 	}
 	q.nonEmpty = [4]uint64{}
-	q.n, q.bytes = 0, 0
+	q.n, q.bytes, q.timed = 0, 0, 0
 	return n
 }
 
