@@ -28,6 +28,7 @@ type channel struct {
 	// Confirms not yet sent: acks up to ackUpTo coalesce into one
 	// basic.ack with multiple set when more than one is pending.
 	confirmPending bool
+	pendingNack    bool
 	ackFrom        uint64
 	ackUpTo        uint64
 	txPubs         []txPublish
@@ -56,7 +57,13 @@ type publishing struct {
 	header     []byte
 	body       []byte
 	bodySize   uint64
-	classID    uint16
+	// other is a content method other than basic.publish (a client
+	// sending basic.deliver, say): assembled, then refused.
+	other             bool
+	classID, methodID uint16
+	// overrun: a body frame went past the header's body-size. RabbitMQ's
+	// assembler then never completes the message, and so neither do we.
+	overrun bool
 }
 
 type txPublish struct {
@@ -172,9 +179,6 @@ func (c *conn) channelFrame(id uint16, m amqp091.Method, f amqp091.Frame) error 
 		if _, ok := m.(*amqp091.ChannelOpen); ok {
 			if ch != nil {
 				return withIDs(errorf(504, "second 'channel.open' seen"), m)
-			}
-			if id > c.channelMax && c.channelMax != 0 {
-				return withIDs(errorf(504, "channel number "+itoa(int(id))+" is greater than the negotiated channel_max "+itoa(int(c.channelMax))), m)
 			}
 			if c.b.cfg.MaxChannels > 0 && len(c.channels) >= c.b.cfg.MaxChannels {
 				return withIDs(errorf(530, "number of channels opened ("+itoa(len(c.channels))+") has reached the negotiated channel_max ("+itoa(c.b.cfg.MaxChannels)+")"), m)
@@ -440,7 +444,13 @@ func (ch *channel) settle(kind uint8, tag uint64, multiple, requeue bool) *amqpE
 		ch.markDone(d)
 		ch.compact()
 	}
+	var more []*queueState
+	if ch.globalPrefetch != 0 {
+		// Room on the channel is room for every queue it consumes from.
+		more = ch.consumerQueues()
+	}
 	ch.mu.Unlock()
+	defer redispatch(more)
 	switch {
 	case kind == 0:
 		ch.c.b.stats.acked.Add(uint64(len(ds)))
@@ -647,7 +657,13 @@ func (ch *channel) method(m amqp091.Method) *amqpError {
 		ch.sendMethod(&amqp091.TxRollbackOk{})
 		return nil
 	}
-	return errorf(540, "unsupported method "+m.Name())
+	if m.HasContent() {
+		// RabbitMQ assembles the content of any content method first.
+		ch.pub = publishing{stage: 1, other: true}
+		ch.pub.classID, ch.pub.methodID = m.IDs()
+		return nil
+	}
+	return errorf(503, "unimplemented method")
 }
 
 // checkTags validates a transactional ack's tag at once, as RabbitMQ does.

@@ -186,7 +186,7 @@ func (c *conn) run() error {
 	}
 	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	c.fr = amqp091.NewFrameReader(tapReader{c})
-	c.fr.MaxFrameSize = int(c.b.frameMax) - amqp091.FrameOverhead
+	c.fr.MaxFrameSize = int(c.b.frameMax)
 	hdr, err := c.fr.ReadProtocolHeader()
 	if err != nil {
 		return err
@@ -237,9 +237,32 @@ func (c *conn) run() error {
 	}
 }
 
-// frameError turns a framing error into RabbitMQ's 501 FRAME_ERROR.
+// frameError turns a framing error into RabbitMQ's 501 FRAME_ERROR, worded
+// as rabbit_reader words it.
 func (c *conn) frameError(fe *amqp091.FormatError) *amqpError {
+	h, ok := amqp091.PeekFrameHead(c.fr.Pending())
+	if !ok {
+		return errorf(501, fe.Msg)
+	}
+	if uint64(h.Size) > uint64(c.frameMaxLimit()) {
+		return errorf(501, frameOctets(uint8(h.Type), nil)+": {frame_too_large,"+strconv.FormatUint(uint64(h.Size), 10)+
+			","+strconv.Itoa(int(c.frameMaxLimit())-amqp091.FrameOverhead)+"}")
+	}
+	p := c.fr.Pending()[amqp091.FrameHeaderSize:]
+	if uint64(len(p)) > uint64(h.Size) {
+		return errorf(501, frameOctets(uint8(h.Type), p[:h.Size])+": {invalid_frame_end_marker,"+strconv.Itoa(int(p[h.Size]))+"}")
+	}
 	return errorf(501, fe.Msg)
+}
+
+// frameMaxLimit is the largest payload accepted: RabbitMQ allows a frame
+// of frame_max bytes of payload (the overhead is its fudge), and reports
+// the limit as frame_max less the overhead.
+func (c *conn) frameMaxLimit() uint32 {
+	if c.frameMax == 0 {
+		return c.b.frameMax
+	}
+	return c.frameMax
 }
 
 // endOfBatch runs when no whole frame is left in the read buffer: what was
@@ -278,6 +301,9 @@ func (c *conn) frame(f amqp091.Frame) error {
 	}
 	switch f.Type {
 	case amqp091.FrameHeartbeat:
+		if len(f.Payload) > 0 {
+			return errorf(501, frameOctets(8, f.Payload)+": unknown_frame")
+		}
 		if f.Channel != 0 {
 			return errorf(505, "type 8, all octets = <<>>")
 		}
@@ -296,25 +322,27 @@ func (c *conn) frame(f amqp091.Frame) error {
 		return c.channelFrame(f.Channel, m, f)
 	case amqp091.FrameHeader, amqp091.FrameBody:
 		if f.Channel == 0 || c.vh == nil {
-			return errorf(505, "type "+strconv.Itoa(int(f.Type))+", all octets = <<>>")
+			return errorf(505, frameOctets(uint8(f.Type), f.Payload))
 		}
 		return c.channelFrame(f.Channel, nil, f)
 	}
-	return errorf(501, "type "+strconv.Itoa(int(f.Type))+", all octets = <<>>: unknown frame type")
+	return errorf(501, frameOctets(uint8(f.Type), f.Payload)+": unknown_frame")
 }
 
 func (c *conn) methodDecodeError(p []byte, err error) error {
-	if len(p) >= 4 {
-		class := uint16(p[0])<<8 | uint16(p[1])
-		id := uint16(p[2])<<8 | uint16(p[3])
-		if amqp091.LookupMethod(class, id) == nil {
-			return &amqpError{code: 540, text: "NOT_IMPLEMENTED - unknown method: class " + strconv.Itoa(int(class)) + ", method " + strconv.Itoa(int(id))}
-		}
-		ae := errorf(502, "method "+amqp091.LookupMethod(class, id).Name+": "+err.Error())
-		ae.classID, ae.methodID = class, id
-		return ae
+	if len(p) < 4 {
+		return errorf(501, frameOctets(1, p)+": unknown_frame")
 	}
-	return errorf(502, err.Error())
+	class := uint16(p[0])<<8 | uint16(p[1])
+	id := uint16(p[2])<<8 | uint16(p[3])
+	info := amqp091.LookupMethod(class, id)
+	if info == nil || errors.Is(err, amqp091.ErrTruncated) == false {
+		// RabbitMQ's reader crashes on an unknown method or a field
+		// table it cannot parse, and the socket closes without a word.
+		c.logf("closing: cannot decode method (class ", strconv.Itoa(int(class)), ", method ", strconv.Itoa(int(id)), "): ", err.Error())
+		return errClientClosed
+	}
+	return &amqpError{code: 501, text: "FRAME_ERROR - cannot decode " + erlangBinary(p[4:]), classID: class, methodID: id}
 }
 
 // hardError closes the connection with connection.close as RabbitMQ does

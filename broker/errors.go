@@ -15,6 +15,7 @@ type amqpError struct {
 	text     string // "NOT_FOUND - no queue 'q' in vhost '/'"
 	classID  uint16
 	methodID uint16
+	noIDs    bool // sent with class and method 0, as RabbitMQ's login refusal
 }
 
 func (e *amqpError) Error() string {

@@ -57,7 +57,7 @@ func (b *Broker) connectionStart() *amqp091.ConnectionStart { return b.start }
 func (c *conn) connectionMethod(m amqp091.Method) error {
 	class, id := m.IDs()
 	err := c.connectionMethod1(m)
-	if ae, ok := err.(*amqpError); ok && ae.classID == 0 && ae.methodID == 0 {
+	if ae, ok := err.(*amqpError); ok && ae.classID == 0 && ae.methodID == 0 && !ae.noIDs {
 		ae.classID, ae.methodID = class, id
 	}
 	return err
@@ -101,7 +101,7 @@ func (c *conn) connectionMethod1(m amqp091.Method) error {
 	case *amqp091.ConnectionBlocked, *amqp091.ConnectionUnblocked:
 		return nil
 	}
-	return errorf(503, "unexpected method "+m.Name()+" on channel 0")
+	return errorf(504, "unexpected method in connection state running")
 }
 
 type closedError struct{}
@@ -133,7 +133,7 @@ func (c *conn) startOk(m *amqp091.ConnectionStartOk) error {
 				return errClientClosed
 			}
 			ae := le.AMQPError()
-			return &amqpError{code: ae.Code, text: ae.Text}
+			return &amqpError{code: ae.Code, text: ae.Text, noIDs: true}
 		}
 		var ae *auth.AMQPError
 		if errors.As(err, &ae) && !ae.Silent {
@@ -157,16 +157,21 @@ func (c *conn) startOk(m *amqp091.ConnectionStartOk) error {
 // value below the minimum, or zero or above the server's when the server
 // has a limit, is refused with 530.
 func (c *conn) tuneOk(m *amqp091.ConnectionTuneOk) error {
-	if err := negotiate("frame_max", amqp091.FrameMinSize, uint64(c.b.frameMax), uint64(m.FrameMax)); err != nil {
-		return err
+	e := negotiate("frame_max", amqp091.FrameMinSize, uint64(c.b.frameMax), uint64(m.FrameMax))
+	if e == nil {
+		e = negotiate("channel_max", 1, uint64(c.b.channelMax), uint64(m.ChannelMax))
 	}
-	if err := negotiate("channel_max", 1, uint64(c.b.channelMax), uint64(m.ChannelMax)); err != nil {
-		return err
+	if e != nil {
+		// Before connection.open RabbitMQ tells the client nothing: it
+		// logs, waits and closes the socket.
+		c.logf("closing: ", e.text)
+		time.Sleep(auth.SilentCloseDelay)
+		return errClientClosed
 	}
 	c.frameMax = m.FrameMax
 	c.channelMax = m.ChannelMax
 	c.heartbeat = m.Heartbeat
-	c.fr.MaxFrameSize = int(c.frameMax) - amqp091.FrameOverhead
+	c.fr.MaxFrameSize = int(c.frameMax)
 	c.setState(stateOpening)
 	return nil
 }

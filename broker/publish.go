@@ -21,6 +21,13 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 		return ch.unexpectedFrame()
 	}
 	if p.stage == 1 {
+		if len(f.Payload) >= 2 {
+			if class := uint16(f.Payload[0])<<8 | uint16(f.Payload[1]); class != amqp091.ClassBasic {
+				e := errorf(505, "expected content header for class 60, got one for class "+strconv.Itoa(int(class))+" instead")
+				e.classID, e.methodID = 60, 40
+				return e
+			}
+		}
 		var h amqp091.ContentHeader
 		if err := h.DecodeFromBytes(f.Payload); err != nil {
 			e := errorf(502, "content header: "+err.Error())
@@ -47,11 +54,10 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 		}
 		return nil
 	}
-	if uint64(len(p.body))+uint64(len(f.Payload)) > p.bodySize {
-		e := errorf(501, "type 3, all octets = <<>>: received a body frame of "+strconv.Itoa(len(f.Payload))+
-			" bytes with only "+strconv.FormatUint(p.bodySize-uint64(len(p.body)), 10)+" bytes of the body left")
-		e.classID, e.methodID = 60, 40
-		return e
+	if p.overrun || uint64(len(p.body))+uint64(len(f.Payload)) > p.bodySize {
+		p.overrun = true
+		p.body = p.body[:0]
+		return nil
 	}
 	p.body = append(p.body, f.Payload...)
 	if uint64(len(p.body)) == p.bodySize {
@@ -66,6 +72,9 @@ func (ch *channel) complete() *amqpError {
 	p := ch.pub
 	ch.pub = publishing{}
 	c := ch.c
+	if p.other {
+		return &amqpError{code: 503, text: "COMMAND_INVALID - unimplemented method", classID: p.classID, methodID: p.methodID}
+	}
 	ids := func(e *amqpError) *amqpError { e.classID, e.methodID = 60, 40; return e }
 	if p.immediate {
 		return ids(errorf(540, "immediate=true"))
@@ -180,22 +189,23 @@ func (ch *channel) basicReturn(code uint16, text string, msg *queue.Message) {
 	})
 }
 
-// ack records a confirm; consecutive acks go out as one basic.ack with
-// multiple at the end of the read batch.
-func (ch *channel) ack(seq uint64) {
+// ack records a confirm; consecutive confirms of one kind go out as one
+// basic.ack (or basic.nack) with multiple at the end of the read batch,
+// as RabbitMQ coalesces them.
+func (ch *channel) ack(seq uint64) { ch.confirmOne(seq, false) }
+
+func (ch *channel) nack(seq uint64) { ch.confirmOne(seq, true) }
+
+func (ch *channel) confirmOne(seq uint64, nack bool) {
 	ch.c.b.stats.confirmed.Add(1)
-	if ch.confirmPending && seq == ch.ackUpTo+1 {
+	if ch.confirmPending && seq == ch.ackUpTo+1 && nack == ch.pendingNack {
 		ch.ackUpTo = seq
 		return
 	}
 	ch.flushConfirms()
 	ch.confirmPending = true
+	ch.pendingNack = nack
 	ch.ackFrom, ch.ackUpTo = seq, seq
-}
-
-func (ch *channel) nack(seq uint64) {
-	ch.flushConfirms()
-	ch.sendMethod(&amqp091.BasicNack{DeliveryTag: seq})
 }
 
 func (ch *channel) flushConfirms() {
@@ -203,7 +213,14 @@ func (ch *channel) flushConfirms() {
 		return
 	}
 	ch.confirmPending = false
-	ch.sendMethod(&amqp091.BasicAck{DeliveryTag: ch.ackUpTo, Multiple: ch.ackUpTo > ch.ackFrom})
+	multiple := ch.ackUpTo > ch.ackFrom
+	if ch.pendingNack {
+		// RabbitMQ's basic.nack record has requeue true by default, and
+		// that is what it sends.
+		ch.sendMethod(&amqp091.BasicNack{DeliveryTag: ch.ackUpTo, Multiple: multiple, Requeue: true})
+		return
+	}
+	ch.sendMethod(&amqp091.BasicAck{DeliveryTag: ch.ackUpTo, Multiple: multiple})
 }
 
 // commit applies a transaction: its publishes, then its acks.

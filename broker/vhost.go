@@ -101,10 +101,7 @@ func (v *vhost) declareExchange(c *conn, m *amqp091.ExchangeDeclare) *amqpError 
 	typ := string(m.Type)
 	kind, ok := route.ParseKind(typ)
 	if !ok {
-		return errorf(503, "invalid exchange type '"+typ+"'")
-	}
-	if reservedName(name) {
-		return errorf(403, "exchange name '"+name+"' contains reserved prefix 'amq.*'")
+		return errorf(503, "unknown exchange type '"+typ+"'")
 	}
 	if err := c.check(permConfigure, "exchange", name); err != nil {
 		return err
@@ -118,7 +115,12 @@ func (v *vhost) declareExchange(c *conn, m *amqp091.ExchangeDeclare) *amqpError 
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if x, ok := v.exchanges[name]; ok {
+	x, ok := v.exchanges[name]
+	if !ok && reservedName(name) {
+		// An existing amq.* exchange may be re-declared; a new one not.
+		return errorf(403, "exchange name '"+name+"' contains reserved prefix 'amq.*'")
+	}
+	if ok {
 		switch {
 		case x.typ != typ:
 			return errInequivalent("type", "exchange", name, v.name, "'"+typ+"'", "'"+x.typ+"'")
@@ -178,25 +180,12 @@ func (v *vhost) deleteExchange(c *conn, m *amqp091.ExchangeDelete) *amqpError {
 	if x.system {
 		return errorf(403, "deletion of system "+rsExchange(name, v.name)+" not allowed")
 	}
-	if m.IfUnused && (x.index.Len() > 0 || v.boundAsDestination(name)) {
+	// if-unused looks at the bindings the exchange is the source of only.
+	if m.IfUnused && x.index.Len() > 0 {
 		return errorf(406, rsExchange(name, v.name)+" in use")
 	}
 	v.removeExchangeLocked(x)
 	return nil
-}
-
-func (v *vhost) boundAsDestination(name string) bool {
-	d := route.Dest{Kind: route.Exchange, Name: name}
-	var bs []route.Binding
-	for _, x := range v.exchanges {
-		bs = x.index.Bindings(bs[:0])
-		for _, b := range bs {
-			if b.Dest == d {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (v *vhost) removeExchangeLocked(x *exchange) {
@@ -314,10 +303,17 @@ func (v *vhost) unbind(c *conn, src string, dest route.Dest, key string, args am
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if e := v.checkBindEnds(c, src, dest); e != nil {
-		return e
+	// RabbitMQ answers unbind-ok when the binding's ends are missing, but
+	// refuses another connection's exclusive queue.
+	if dest.Kind == route.Queue {
+		if q, ok := v.queues[dest.Name]; ok && q.exclusiveTo(c) {
+			return errLocked(dest.Name, v.name)
+		}
 	}
-	x := v.exchanges[src]
+	x, ok := v.exchanges[src]
+	if !ok {
+		return nil
+	}
 	if x.index.Remove(dest, key, args) && x.autoDelete && x.index.Len() == 0 {
 		v.removeExchangeLocked(x)
 	}

@@ -272,6 +272,11 @@ func (fr *FrameReader) ReadFrame() (Frame, error) {
 // (publisher confirms coalesced per batch, say).
 func (fr *FrameReader) Buffered() int { return fr.end - fr.beg }
 
+// Pending returns the buffered bytes not yet returned as frames, valid
+// until the next read: after a framing error, the frame that caused it
+// starts there.
+func (fr *FrameReader) Pending() []byte { return fr.buf[fr.beg:fr.end] }
+
 // BufferedFrame reports whether a whole frame is buffered, so the next
 // ReadFrame will not wait for the stream.
 func (fr *FrameReader) BufferedFrame() bool {
