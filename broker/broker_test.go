@@ -347,3 +347,32 @@ func TestBadFramesAndNoLeaks(t *testing.T) {
 		t.Fatalf("%d connections open, want the good one", n)
 	}
 }
+
+// TestSenderSelectedDistribution: CC and BCC route to more keys, and BCC
+// is not delivered.
+func TestSenderSelectedDistribution(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	_, ch := dial(t, url)
+	for _, q := range []string{"to", "cc", "bcc"} {
+		if _, err := ch.QueueDeclare(q, false, true, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(q, q, "amq.direct", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := ch.Publish("amq.direct", "to", false, false, amqp.Publishing{Body: []byte("x"),
+		Headers: amqp.Table{"CC": []any{"cc"}, "BCC": []any{"bcc"}, "keep": "me"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"to", "cc", "bcc"} {
+		m, ok, err := ch.Get(q, true)
+		if err != nil || !ok {
+			t.Fatalf("queue %s got nothing (%v)", q, err)
+		}
+		if _, has := m.Headers["BCC"]; has || m.Headers["keep"] != "me" {
+			t.Fatalf("queue %s: headers %v", q, m.Headers)
+		}
+	}
+}

@@ -257,7 +257,7 @@ func (ch *channel) softError(e *amqpError) {
 	ch.pub = publishing{}
 	ch.c.send(func(out []byte) []byte {
 		return amqp091.AppendMethodFrame(out, ch.id, &amqp091.ChannelClose{
-			ReplyCode: e.code, ReplyText: []byte(e.text), ClassID: e.classID, MethodID: e.methodID})
+			ReplyCode: e.code, ReplyText: replyText(e.text), ClassID: e.classID, MethodID: e.methodID})
 	})
 	ch.release()
 }

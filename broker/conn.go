@@ -352,7 +352,7 @@ func (c *conn) hardError(e *amqpError) error {
 	c.setState(stateClosing)
 	c.send(func(out []byte) []byte {
 		return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionClose{
-			ReplyCode: e.code, ReplyText: []byte(e.text), ClassID: e.classID, MethodID: e.methodID})
+			ReplyCode: e.code, ReplyText: replyText(e.text), ClassID: e.classID, MethodID: e.methodID})
 	})
 	c.closingAt = time.Now()
 	c.nc.SetReadDeadline(c.closingAt.Add(closeTimeout))

@@ -114,3 +114,12 @@ func errInequivalent(arg, kind, name, vhost, received, current string) *amqpErro
 	return errorf(amqp091.PreconditionFailed, "inequivalent arg '"+arg+"' for "+rs+
 		": received "+received+" but current is "+current)
 }
+
+// replyText is a reply text as it fits a shortstr: RabbitMQ cuts a longer
+// one to 252 bytes and "...".
+func replyText(s string) []byte {
+	if len(s) > 255 {
+		return []byte(s[:252] + "...")
+	}
+	return []byte(s)
+}

@@ -95,6 +95,20 @@ func (ch *channel) complete() *amqpError {
 		}
 		return ids(errorf(502, "content header: "+err.Error()))
 	}
+	routeHeaders := props.Headers
+	if _, bcc := props.Headers.Get("BCC"); bcc {
+		// BCC routes but is not delivered: RabbitMQ strips it.
+		var kept amqp091.Table
+		it := props.Headers.Iter()
+		for it.Next() {
+			if string(it.Key()) != "BCC" {
+				kept = kept.Append(string(it.Key()), it.Value())
+			}
+		}
+		routeHeaders = append(amqp091.Table(nil), props.Headers...)
+		props.Headers = kept
+		msg.Header = h.AppendTo(nil)
+	}
 	if props.Flags&amqp091.FlagReplyTo != 0 && string(props.ReplyTo) == replyToQueue {
 		ch.mu.Lock()
 		token := ch.replyToken
@@ -116,7 +130,7 @@ func (ch *channel) complete() *amqpError {
 		return nil
 	}
 	c.b.mem.waitUnblocked(c)
-	return ids2(ch.deliverPublished(p, msg, props.Headers))
+	return ids2(ch.deliverPublished(p, msg, routeHeaders))
 }
 
 func ids2(e *amqpError) *amqpError {
@@ -150,6 +164,9 @@ func (ch *channel) deliverPublished(p publishing, msg *queue.Message, headers am
 	qs, ok, internal := c.vh.route(p.exchange, []byte(p.routingKey), headers, &ch.scratch)
 	if !ok {
 		return errNoExchange(p.exchange, c.vh.name)
+	}
+	if ok && !internal && len(headers) > 0 {
+		qs = ch.senderSelected(p.exchange, headers, qs)
 	}
 	if internal {
 		return errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name))
@@ -255,4 +272,33 @@ func (b *Broker) deliverReply(token string, msg *queue.Message) bool {
 	}
 	ch.deliver(cons, nil, queue.Entry{Msg: msg})
 	return true
+}
+
+// senderSelected adds the queues of the CC and BCC headers' routing keys
+// (RabbitMQ's sender-selected distribution) to qs.
+func (ch *channel) senderSelected(exchange string, headers amqp091.Table, qs []*queueState) []*queueState {
+	var extra []*queueState
+	for _, name := range [...]string{"CC", "BCC"} {
+		v, ok := headers.Get(name)
+		if !ok || v.Type != amqp091.TypeArray {
+			continue
+		}
+		it := v.Array().Iter()
+		for it.Next() {
+			if it.Value().Type != amqp091.TypeLongstr {
+				continue
+			}
+			var s routeScratch
+			more, _, _ := ch.c.vh.route(exchange, it.Value().Bytes(), headers, &s)
+			for _, q := range more {
+				if !containsQueue(qs, q) && !containsQueue(extra, q) {
+					extra = append(extra, q)
+				}
+			}
+		}
+	}
+	if len(extra) == 0 {
+		return qs
+	}
+	return append(append([]*queueState(nil), qs...), extra...)
 }
