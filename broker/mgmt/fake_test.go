@@ -39,14 +39,42 @@ func (f *fakeSource) Overview() state.Overview {
 	defer f.mu.Unlock()
 	return f.overview
 }
-func (f *fakeSource) Connections() []state.Connection { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.connections) }
-func (f *fakeSource) Channels() []state.Channel       { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.channels) }
-func (f *fakeSource) Exchanges() []state.Exchange     { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.exchanges) }
-func (f *fakeSource) Queues() []state.Queue           { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.queues) }
-func (f *fakeSource) Consumers() []state.Consumer     { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.consumers) }
-func (f *fakeSource) Bindings() []state.Binding       { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.bindings) }
-func (f *fakeSource) Users() []state.User             { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.users) }
-func (f *fakeSource) VHosts() []state.VHost           { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.vhosts) }
+func (f *fakeSource) Connections() []state.Connection {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.connections)
+}
+func (f *fakeSource) Channels() []state.Channel {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.channels)
+}
+func (f *fakeSource) Exchanges() []state.Exchange {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.exchanges)
+}
+func (f *fakeSource) Queues() []state.Queue {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.queues)
+}
+func (f *fakeSource) Consumers() []state.Consumer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.consumers)
+}
+func (f *fakeSource) Bindings() []state.Binding {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.bindings)
+}
+func (f *fakeSource) Users() []state.User { f.mu.Lock(); defer f.mu.Unlock(); return copyOf(f.users) }
+func (f *fakeSource) VHosts() []state.VHost {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return copyOf(f.vhosts)
+}
 func (f *fakeSource) Permissions() []state.Permission {
 	f.mu.Lock()
 	defer f.mu.Unlock()

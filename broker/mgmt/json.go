@@ -125,8 +125,32 @@ func (e *encoder) beginArray()  { e.open('[') }
 func (e *encoder) endArray()    { e.close(']') }
 
 // key writes "k": when the filter wants k and reports whether it did; the
-// caller writes the value only then.
+// caller writes the value only then. k is one of the API's own names,
+// which need no escaping; tables' keys go through tableKey.
 func (e *encoder) key(k string) bool {
+	if !e.want(k) {
+		return false
+	}
+	e.comma()
+	e.buf = append(e.buf, '"')
+	e.buf = append(e.buf, k...)
+	e.buf = append(e.buf, '"', ':')
+	return true
+}
+
+// tableKey is key for a key from a client's table, which is escaped.
+func (e *encoder) tableKey(k string) bool {
+	if !e.want(k) {
+		return false
+	}
+	e.comma()
+	e.appendString(k)
+	e.buf = append(e.buf, ':')
+	return true
+}
+
+// want applies the columns filter to k and sets the filter for its value.
+func (e *encoder) want(k string) bool {
 	next := (*column)(nil)
 	if e.cur != nil {
 		c := e.cur.kid(k)
@@ -138,9 +162,6 @@ func (e *encoder) key(k string) bool {
 		}
 	}
 	e.next = next
-	e.comma()
-	e.appendString(k)
-	e.buf = append(e.buf, ':')
 	return true
 }
 
@@ -230,6 +251,15 @@ func (e *encoder) strings(ss []string) {
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the bytes a JSON string holds as they are: printable ASCII
+// but the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString quotes s; invalid UTF-8 becomes U+FFFD so the output stays
 // valid JSON whatever the broker's names hold.
 func (e *encoder) appendString(s string) {
@@ -237,11 +267,11 @@ func (e *encoder) appendString(s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -371,7 +401,7 @@ func (e *encoder) table(m map[string]any) {
 	e.depth++
 	e.beginObject()
 	for _, k := range keys {
-		if e.key(k) {
+		if e.tableKey(k) {
 			e.value(m[k])
 		}
 	}

@@ -233,7 +233,9 @@ func (l list[T]) sortBy(wr *writer, items []T, path string) {
 		l.render(wr, &items[i])
 		scratch = wr.encoder
 		wr.encoder = saved
-		ks[i] = keyed{key: extractSortKey(scratch.buf, depth), it: items[i]}
+		k := extractSortKey(scratch.buf, depth)
+		k.raw = append([]byte(nil), k.raw...) // scratch.buf is reused
+		ks[i] = keyed{key: k, it: items[i]}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int { return compareSortKeys(a.key, b.key) })
 	for i := range ks {

@@ -477,7 +477,7 @@ func (wr *writer) vhost(v *state.VHost, t *vhostTotals) {
 	wr.beginObject()
 	if wr.key("cluster_state") {
 		wr.beginObject()
-		if wr.node != "" && wr.key(wr.node) {
+		if wr.node != "" && wr.tableKey(wr.node) {
 			wr.str("running")
 		}
 		wr.endObject()

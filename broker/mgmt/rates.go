@@ -87,7 +87,7 @@ func (t *rateTable) rates(now time.Time, kind rateKind, vhost, name string, vals
 				break
 			}
 		}
-		if h.at[h.n-1] > ns {
+		if h.n > 0 && h.at[h.n-1] > ns {
 			h.n = 0 // the clock went back
 		}
 	} else {
