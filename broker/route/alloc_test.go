@@ -48,6 +48,12 @@ func TestRouteAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, step); n != 0 {
 			t.Errorf("%s: %v allocations per Route", c.name, n)
 		}
+		keys := [][]byte{c.keys[0], c.keys[len(c.keys)-1], c.keys[len(c.keys)/2]}
+		byKeys := func() { dst = c.ix.RouteKeys(keys, nil, dst[:0]) }
+		byKeys()
+		if n := testing.AllocsPerRun(1000, byKeys); n != 0 {
+			t.Errorf("%s: %v allocations per RouteKeys", c.name, n)
+		}
 		if c.name != "fanout 1" && len(dst) == 0 && c.ix.Kind() != Headers {
 			t.Errorf("%s: the last Route found nothing; the proof proves little", c.name)
 		}

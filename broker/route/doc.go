@@ -34,7 +34,7 @@
 //     nested tables and arrays with their types). Bindings are filed
 //     under an argument they need (all) or each argument (any), so a
 //     message looks up only its own headers' keys and values and checks
-//     just the bindings found there; see headersIndex.
+//     just the bindings found there.
 //
 // Route returns the exchanges an exchange is bound to among the
 // destinations, without following them; a [Resolver] walks
@@ -43,6 +43,19 @@
 // [Resolver.Explain] say, for route explain, which bindings matched and
 // why. [CheckBinding] refuses what RabbitMQ refuses at bind time.
 //
+// The broker's part: on queue.bind and exchange.bind it calls
+// [CheckBinding] (a refusal is a 406 with the error's Text) and then
+// Add; on unbind, Remove (unbinding what does not exist is no error in
+// RabbitMQ, hence the bool); when a queue or exchange is deleted,
+// RemoveDest on every exchange bound to it; on publish, [RoutingKeys]
+// (the routing key and those of the CC and BCC headers; a refusal is a
+// 406) and one [Resolver.Resolve], or [Resolver.ResolveKeys] for several
+// keys, from the exchange named (the default exchange, which has no
+// index, routes to the queues the keys name); an empty result is what
+// mandatory returns. A binding's arguments are copied; a
+// message's key and headers are not kept past the call.
+//
 // Nothing here is safe for concurrent use: the broker holds the
-// exchange's lock around every call on its Index.
+// exchange's lock around every call on its Index, and keeps a Resolver
+// per channel.
 package route

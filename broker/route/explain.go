@@ -10,8 +10,9 @@ import (
 // Match is one binding as route explain shows it: whether it matches a
 // message, and why.
 type Match struct {
-	Binding Binding
-	Matched bool
+	Binding    Binding
+	RoutingKey string // the routing key it was matched against
+	Matched    bool
 	// Why says it in words: `"a" took "orders", "*" took "eu", "#" took
 	// no words`, `x-match=any: "format" is "doc", not "pdf"; "type"
 	// missing`.
@@ -86,7 +87,7 @@ func (ix *Index) Explain(key []byte, headers amqp091.Table) []Match {
 		hdrs, _ = appendFields(nil, headers)
 	}
 	for b := ix.head; b != nil; b = b.next {
-		m := Match{Binding: Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args}}
+		m := Match{Binding: Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args}, RoutingKey: string(key)}
 		switch ix.kind {
 		case Fanout:
 			m.Matched, m.Why = true, "fanout: every binding matches, whatever the key"

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -190,6 +191,17 @@ func checkOps(t *testing.T, data []byte) {
 				dst = ix.Route([]byte(key), headers, dst[:0])
 				checkRouted(t, step, kind, key, headers, dst, want)
 			}
+			// Routed by more keys too, as with CC and BCC.
+			keys := [][]byte{[]byte(key)}
+			for n := r.pick(3); n > 0; n-- {
+				k := r.words(r.keyWords)
+				keys = append(keys, []byte(k))
+				for d := range ref.route(k, headers) {
+					want[d] = true
+				}
+			}
+			dst = ix.RouteKeys(keys, headers, dst[:0])
+			checkRouted(t, step, kind, string(bytes.Join(keys, []byte(" "))), headers, dst, want)
 			for i, m := range ix.Explain([]byte(key), headers) {
 				if wantM := ref.matches(ref.list[i], key, headers); m.Matched != wantM {
 					t.Fatalf("step %d: %s Explain(%q, %x): binding %d (%v %q %x) Matched %v, reference %v (%s)",

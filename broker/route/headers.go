@@ -256,6 +256,7 @@ func (h *headersIndex) route(headers amqp091.Table, gen uint64, dst []Dest) []De
 			dst = h.check(h.byAnchor[string(h.abuf[sp.start:sp.end])], gen, dst)
 		}
 	}
+	clear(h.hdrs) // they alias the message
 	return dst
 }
 

@@ -145,10 +145,10 @@ func (ix *Index) Kind() Kind { return ix.kind }
 func (ix *Index) Len() int { return ix.n }
 
 // bindingID appends a binding's identity to dst: destination kind, name,
-// key and the canonical arguments, each length-prefixed, so that bindings
-// RabbitMQ holds equal have equal identities and no others do. It also
-// returns the arguments' sorted entries (ix.fields' storage) and the
-// offset and validity of the canonical arguments in dst.
+// key, each length-prefixed, a validity marker and the canonical
+// arguments, so that bindings RabbitMQ holds equal have equal identities
+// and no others do. It also returns where the canonical arguments start
+// in dst and whether they were well formed.
 func (ix *Index) bindingID(dst []byte, d Dest, key string, args amqp091.Table) (id []byte, argsAt int, valid bool) {
 	dst = append(dst, byte(d.Kind))
 	dst = binary.AppendUvarint(dst, uint64(len(d.Name)))
@@ -158,6 +158,7 @@ func (ix *Index) bindingID(dst []byte, d Dest, key string, args amqp091.Table) (
 	at := len(dst)
 	dst = append(dst, 0) // validity marker, set below
 	dst, ix.fields, valid = appendCanonical(dst, args, ix.fields)
+	clear(ix.fields) // they alias the caller's bytes
 	if !valid {
 		dst[at] = 1
 	}
@@ -300,6 +301,32 @@ func (ix *Index) unlink(b *binding) {
 func (ix *Index) Bindings(dst []Binding) []Binding {
 	for b := ix.head; b != nil; b = b.next {
 		dst = append(dst, Binding{Dest: b.dest.Dest, Key: b.key, Args: b.args})
+	}
+	return dst
+}
+
+// RouteKeys is Route for a message routed by several keys, as RabbitMQ
+// routes one with CC or BCC headers (see [RoutingKeys]): a binding
+// matching any key routes it, and each destination is appended once.
+func (ix *Index) RouteKeys(keys [][]byte, headers amqp091.Table, dst []Dest) []Dest {
+	if len(keys) == 1 {
+		return ix.Route(keys[0], headers, dst)
+	}
+	switch ix.kind {
+	case Fanout, Headers:
+		return ix.Route(nil, headers, dst)
+	case Direct:
+		ix.gen++
+		for _, k := range keys {
+			if g := ix.direct[string(k)]; g != nil {
+				dst = emit(g, ix.gen, dst)
+			}
+		}
+	case Topic:
+		ix.gen++
+		for _, k := range keys {
+			dst = ix.topic.walkKey(k, ix.gen, dst)
+		}
 	}
 	return dst
 }

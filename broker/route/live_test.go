@@ -410,6 +410,28 @@ func TestLiveRabbitMQ(t *testing.T) {
 		ch.ExchangeDelete(name, false, false)
 	})
 
+	t.Run("CC and BCC refused", func(t *testing.T) {
+		for _, h := range []amqp.Table{{"CC": "a"}, {"BCC": int32(1)}, {"CC": amqp.Table{}}} {
+			ch, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+			if err := ch.Publish("amq.direct", "k", false, false, amqp.Publishing{Headers: h}); err != nil {
+				t.Fatal(err)
+			}
+			_, want := RoutingKeys([]byte("k"), toTable(h), nil)
+			select {
+			case e := <-closed:
+				if want == nil || e.Code != 406 || e.Reason != "PRECONDITION_FAILED - "+want.(*InvalidMessageError).Text {
+					t.Errorf("headers %v: RabbitMQ closed the channel with %v, RoutingKeys says %v", h, e, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("headers %v: RabbitMQ accepted the message, RoutingKeys says %v", h, want)
+			}
+		}
+	})
+
 	t.Run("exchange to exchange", func(t *testing.T) {
 		testLiveTopology(t, conn, prefix+"e2e.")
 	})
@@ -532,6 +554,18 @@ func testLiveTopology(t *testing.T, conn *amqp.Connection, prefix string) {
 			m.key = liveKey(rng, Direct, false)
 		}
 		m.headers = liveArgs(rng, false)
+		for _, h := range []string{"CC", "BCC"} {
+			if rng.IntN(4) == 0 {
+				var ks []any
+				for n := rng.IntN(3); n > 0; n-- {
+					ks = append(ks, liveKey(rng, Topic, false))
+				}
+				if rng.IntN(3) == 0 {
+					ks = append(ks, int32(1)) // skipped
+				}
+				m.headers[h] = ks
+			}
+		}
 		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, m.x, m.key, false, false,
 			amqp.Publishing{MessageId: strconv.Itoa(i), Headers: m.headers})
 		if err != nil {
@@ -568,10 +602,14 @@ func testLiveTopology(t *testing.T, conn *amqp.Connection, prefix string) {
 	var viaExchange, viaAlternate, repeated, missing int
 	for i, m := range msgs {
 		want := map[string]bool{}
-		for _, d := range r.Resolve(m.x, []byte(m.key), toTable(m.headers), nil) {
+		keys, err := RoutingKeys([]byte(m.key), toTable(m.headers), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range r.ResolveKeys(m.x, keys, toTable(m.headers), nil) {
 			want[d.Name] = true
 		}
-		qs, hops := r.Explain(m.x, []byte(m.key), toTable(m.headers))
+		qs, hops := r.ExplainKeys(m.x, keys, toTable(m.headers))
 		for _, h := range hops {
 			switch {
 			case h.Repeated:

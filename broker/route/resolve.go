@@ -79,6 +79,21 @@ func (r *Resolver) reset(start string) {
 // extended slice (nothing appended: unroutable, what mandatory returns).
 // It does not allocate in steady state.
 func (r *Resolver) Resolve(start string, key []byte, headers amqp091.Table, dst []Dest) []Dest {
+	return r.resolve(start, key, nil, headers, dst)
+}
+
+// ResolveKeys is Resolve for a message routed by several keys (see
+// [RoutingKeys]): every exchange on the way routes by all of them, and
+// passes the message to its alternate only when none routes it anywhere.
+func (r *Resolver) ResolveKeys(start string, keys [][]byte, headers amqp091.Table, dst []Dest) []Dest {
+	if len(keys) == 1 {
+		return r.resolve(start, keys[0], nil, headers, dst)
+	}
+	return r.resolve(start, nil, keys, headers, dst)
+}
+
+// resolve routes by keys, or by key when keys is nil.
+func (r *Resolver) resolve(start string, key []byte, keys [][]byte, headers amqp091.Table, dst []Dest) []Dest {
 	n0 := len(dst)
 	r.reset(start)
 	sources := 0 // exchanges that routed to queues
@@ -90,7 +105,11 @@ func (r *Resolver) Resolve(start string, key []byte, headers amqp091.Table, dst 
 			continue
 		}
 		n := len(dst)
-		dst = ix.Route(key, headers, dst)
+		if keys != nil {
+			dst = ix.RouteKeys(keys, headers, dst)
+		} else {
+			dst = ix.Route(key, headers, dst)
+		}
 		if r.Release != nil {
 			r.Release(x)
 		}
@@ -167,7 +186,7 @@ type Hop struct {
 	// Repeated: the exchange was reached already (a cycle, or two paths
 	// to it); RabbitMQ does not route through it again.
 	Missing, Repeated bool
-	Matches           []Match // every binding of the exchange, and whether it matched
+	Matches           []Match // every binding of the exchange, and whether it matched (for each key, see ExplainKeys)
 	Routed            []Dest  // what its bindings routed to, queues and exchanges
 }
 
@@ -175,6 +194,13 @@ type Hop struct {
 // including the repeated and missing exchanges Resolve passes over
 // silently. It allocates; it is meant for route explain.
 func (r *Resolver) Explain(start string, key []byte, headers amqp091.Table) (queues []Dest, hops []Hop) {
+	return r.ExplainKeys(start, [][]byte{key}, headers)
+}
+
+// ExplainKeys is Explain for a message routed by several keys (see
+// [RoutingKeys]); a direct or topic exchange's Matches then hold every
+// binding once for each key (see Match.RoutingKey).
+func (r *Resolver) ExplainKeys(start string, keys [][]byte, headers amqp091.Table) (queues []Dest, hops []Hop) {
 	type item struct {
 		name, from string
 		alternate  bool
@@ -193,8 +219,13 @@ func (r *Resolver) Explain(start string, key []byte, headers amqp091.Table) (que
 			continue
 		}
 		h.Kind = ix.Kind()
-		h.Matches = ix.Explain(key, headers)
-		h.Routed = ix.Route(key, headers, nil)
+		for i, k := range keys {
+			if i > 0 && (h.Kind == Fanout || h.Kind == Headers) {
+				break // they route by no key
+			}
+			h.Matches = append(h.Matches, ix.Explain(k, headers)...)
+		}
+		h.Routed = ix.RouteKeys(keys, headers, nil)
 		if r.Release != nil {
 			r.Release(it.name)
 		}

@@ -157,3 +157,40 @@ func TestResolveLong(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveKeys: a message with CC keys is routed by all of them at
+// every exchange, and goes to the alternate only when none routes it.
+func TestResolveKeys(t *testing.T) {
+	r, xs := testTopology()
+	xs["start"].ix.Add(Binding{Dest: q("qc"), Key: "c"})
+	cases := []struct {
+		keys []string
+		want []string
+	}{
+		{[]string{"b", "c"}, []string{"queue:qc"}},                                // b alone would go to the alternate
+		{[]string{"b", "z"}, []string{"queue:qae"}},                               // none routes
+		{[]string{"a.b", "c", "a"}, []string{"queue:q0", "queue:q1", "queue:qc"}}, // each queue once
+		{[]string{"c"}, []string{"queue:qc"}},
+	}
+	for _, c := range cases {
+		var keys [][]byte
+		for _, k := range c.keys {
+			keys = append(keys, []byte(k))
+		}
+		if got := names(r.ResolveKeys("start", keys, nil, nil)); !slices.Equal(got, c.want) {
+			t.Errorf("ResolveKeys(%q) = %v, want %v", c.keys, got, c.want)
+		}
+		qs, hops := r.ExplainKeys("start", keys, nil)
+		if got := names(qs); !slices.Equal(got, c.want) {
+			t.Errorf("ExplainKeys(%q) = %v, want %v", c.keys, got, c.want)
+		}
+		if n := len(hops[0].Matches); n != len(keys)*xs["start"].ix.Len() {
+			t.Errorf("ExplainKeys(%q): %d matches at start", c.keys, n)
+		}
+		for i, m := range hops[0].Matches {
+			if want := c.keys[i/xs["start"].ix.Len()]; m.RoutingKey != want {
+				t.Errorf("ExplainKeys(%q): match %d for key %q, want %q", c.keys, i, m.RoutingKey, want)
+			}
+		}
+	}
+}

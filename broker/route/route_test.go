@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -376,3 +377,49 @@ func TestMalformed(t *testing.T) {
 }
 
 func timeUnix(s int64) time.Time { return time.Unix(s, 0) }
+
+func TestRoutingKeys(t *testing.T) {
+	arr := func(vs ...amqp091.Value) amqp091.Value {
+		var a amqp091.Array
+		for _, v := range vs {
+			a = a.Append(v)
+		}
+		return amqp091.ArrayValue(a)
+	}
+	s := amqp091.StringValue
+	cases := []struct {
+		headers amqp091.Table
+		want    []string
+		err     string
+	}{
+		{nil, []string{"rk"}, ""},
+		{tbl("cc", arr(s("x"))), []string{"rk"}, ""},
+		{tbl("BCC", arr(s("b1")), "CC", arr(s("c1"), amqp091.Int32Value(5), s("c2"))), []string{"rk", "c1", "c2", "b1"}, ""},
+		{tbl("CC", arr()), []string{"rk"}, ""},
+		{tbl("CC", s("a")), nil, `invalid message: {unacceptable_type_in_header,"CC",longstr}`},
+		{tbl("BCC", amqp091.Int32Value(1)), nil, `invalid message: {unacceptable_type_in_header,"BCC",signedint}`},
+	}
+	for _, c := range cases {
+		keys, err := RoutingKeys([]byte("rk"), c.headers, nil)
+		if c.err != "" {
+			var ie *InvalidMessageError
+			if !errors.As(err, &ie) || ie.Text != c.err || err.Error() != "route: "+c.err {
+				t.Errorf("%x: error %v, want %q", []byte(c.headers), err, c.err)
+			}
+			continue
+		}
+		var got []string
+		for _, k := range keys {
+			got = append(got, string(k))
+		}
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%x: %q, %v; want %q", []byte(c.headers), got, err, c.want)
+		}
+	}
+	keys := make([][]byte, 0, 4)
+	hdrs := tbl("x", s("y"))
+	rk := []byte("rk")
+	if n := testing.AllocsPerRun(100, func() { keys, _ = RoutingKeys(rk, hdrs, keys[:0]) }); n != 0 {
+		t.Errorf("%v allocations without CC", n)
+	}
+}

@@ -21,6 +21,7 @@ type topicIndex struct {
 	freeIDs []uint32
 	nextID  uint32
 	ids     []uint32 // the routing key's word numbers (0: not in vocab)
+	walk    uint64   // numbers walks of the trie, for topicNode.walk
 	// epoch changes with every binding added or removed; cached routes
 	// of another epoch are stale.
 	epoch uint64
@@ -41,8 +42,8 @@ type topicNode struct {
 	star   *topicNode
 	hash   *topicNode
 	group  group // the bindings whose key ends here
-	// For a node below a "#" edge: the Route call that matched it last.
-	gen uint64
+	// For a node below a "#" edge: the walk that matched it last.
+	walk uint64
 }
 
 type litEdge struct {
@@ -210,6 +211,19 @@ func (t *topicIndex) route(key []byte, gen uint64, dst []Dest) []Dest {
 			return append(dst, s.dests...)
 		}
 	}
+	n := len(dst)
+	visits := t.cache.visits
+	dst = t.walkKey(key, gen, dst)
+	t.cache.routed(set, key, t.epoch, dst[n:], t.cache.visits-visits)
+	return dst
+}
+
+// walkKey appends what the trie routes key to, but for the destinations
+// already appended in call gen.
+func (t *topicIndex) walkKey(key []byte, gen uint64, dst []Dest) []Dest {
+	if t.root == nil {
+		return dst
+	}
 	t.ids = t.ids[:0]
 	if len(key) > 0 {
 		for i := 0; ; {
@@ -229,11 +243,8 @@ func (t *topicIndex) route(key []byte, gen uint64, dst []Dest) []Dest {
 			i += j + 1
 		}
 	}
-	n := len(dst)
-	visits := t.cache.visits
-	dst = t.match(t.root, 0, gen, dst)
-	t.cache.routed(set, key, t.epoch, dst[n:], t.cache.visits-visits)
-	return dst
+	t.walk++
+	return t.match(t.root, 0, gen, dst)
 }
 
 // emit appends the group's destinations not yet appended in call gen.
@@ -277,17 +288,17 @@ func (t *topicIndex) match(n *topicNode, k int, gen uint64, dst []Dest) []Dest {
 //
 // Patterns such as "#.#.#.a" would make that exponential, as it is in
 // RabbitMQ; instead each "#" node is matched once per call, which is
-// enough: a later call on h in the same Route starts at a word no
+// enough: a later call on h in the same walk starts at a word no
 // earlier than the first did (h is reached only through its parent, which
 // is reached at rising words: by induction, its own nearest "#" ancestor
 // is matched once, its loop rising), so the first call's loop covered
 // every word the later one would. No node is then matched more than once
 // per word of the key.
 func (t *topicIndex) matchHash(h *topicNode, k int, gen uint64, dst []Dest) []Dest {
-	if h.gen == gen {
+	if h.walk == t.walk {
 		return dst
 	}
-	h.gen = gen
+	h.walk = t.walk
 	for ; k <= len(t.ids); k++ {
 		dst = t.match(h, k, gen, dst)
 	}
