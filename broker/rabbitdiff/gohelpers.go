@@ -130,25 +130,6 @@ func quiet(ds <-chan amqp.Delivery, d time.Duration) error {
 	return nil
 }
 
-// gets runs basic.get n times (the transcript shows what came back).
-func gets(ch *amqp.Channel, queue string, n int, autoAck bool) error {
-	for range n {
-		if _, _, err := ch.Get(queue, autoAck); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// closed waits until the server has closed ch (after a call that failed
-// with a soft error amqp091-go may still be tearing it down).
-func closed(ch *amqp.Channel) {
-	if ch == nil {
-		return
-	}
-	ch.Close()
-}
-
 // declare is a queue.declare with the workload's common defaults: not
 // durable, not exclusive, not auto-delete.
 func declare(ch *amqp.Channel, name string, args amqp.Table) error {

@@ -1,7 +1,6 @@
 package rabbitdiff
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
@@ -662,5 +661,3 @@ func (s *scene) consumer(queue, tag string, autoAck bool) (*amqp.Channel, <-chan
 	d, err := s.consume(ch, queue, tag, autoAck, nil)
 	return ch, d, err
 }
-
-var _ = errors.New

@@ -1,7 +1,6 @@
 package rabbitdiff
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -532,5 +531,3 @@ func overflowWorkload(name string, args amqp.Table) Workload {
 		return s.drain(q)
 	})}
 }
-
-var _ = context.Background

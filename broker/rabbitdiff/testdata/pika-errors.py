@@ -43,7 +43,7 @@ attempt("delete", lambda ch: ch.queue_delete(d))
 
 ch = other.channel()
 try:
-    ch.exchange_declare(prefix + "x", exchange_type="nonsense")
+    ch.exchange_declare(prefix + "x", exchange_type="x-wiretap-nonsense")
     note("invalid exchange type: ok")
 except pika.exceptions.ConnectionClosedByBroker as e:
     note("invalid exchange type: connection closed %d" % e.reply_code)
