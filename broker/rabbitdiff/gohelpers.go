@@ -25,6 +25,7 @@ func Workloads() []Workload {
 		publishWorkloads(),
 		consumeWorkloads(),
 		errorWorkloads(),
+		edgeWorkloads(),
 		pythonWorkloads(),
 	} {
 		all = append(all, group...)
