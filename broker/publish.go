@@ -3,8 +3,10 @@ package broker
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/broker/queue"
+	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
@@ -121,7 +123,7 @@ func (ch *channel) complete() *amqpError {
 	}
 	if ch.tx {
 		// Checked now, routed at commit.
-		if _, ok, internal := c.vh.route(p.exchange, nil, nil, &ch.scratch); !ok {
+		if _, ok, internal := c.vh.route(p.exchange, nil, nil, &ch.scratch); !ok && p.exchange != "" {
 			return ids(errNoExchange(p.exchange, c.vh.name))
 		} else if internal {
 			return ids(errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name)))
@@ -161,12 +163,14 @@ func (ch *channel) deliverPublished(p publishing, msg *queue.Message, headers am
 		}
 		return nil
 	}
-	qs, ok, internal := c.vh.route(p.exchange, []byte(p.routingKey), headers, &ch.scratch)
+	keys, kerr := route.RoutingKeys(unsafeBytes(p.routingKey), headers, ch.scratch.keys[:0])
+	ch.scratch.keys = keys
+	if kerr != nil {
+		return errorf(406, kerr.(*route.InvalidMessageError).Text)
+	}
+	qs, ok, internal := c.vh.route(p.exchange, keys, headers, &ch.scratch)
 	if !ok {
 		return errNoExchange(p.exchange, c.vh.name)
-	}
-	if ok && !internal && len(headers) > 0 {
-		qs = ch.senderSelected(p.exchange, headers, qs)
 	}
 	if internal {
 		return errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name))
@@ -274,31 +278,6 @@ func (b *Broker) deliverReply(token string, msg *queue.Message) bool {
 	return true
 }
 
-// senderSelected adds the queues of the CC and BCC headers' routing keys
-// (RabbitMQ's sender-selected distribution) to qs.
-func (ch *channel) senderSelected(exchange string, headers amqp091.Table, qs []*queueState) []*queueState {
-	var extra []*queueState
-	for _, name := range [...]string{"CC", "BCC"} {
-		v, ok := headers.Get(name)
-		if !ok || v.Type != amqp091.TypeArray {
-			continue
-		}
-		it := v.Array().Iter()
-		for it.Next() {
-			if it.Value().Type != amqp091.TypeLongstr {
-				continue
-			}
-			var s routeScratch
-			more, _, _ := ch.c.vh.route(exchange, it.Value().Bytes(), headers, &s)
-			for _, q := range more {
-				if !containsQueue(qs, q) && !containsQueue(extra, q) {
-					extra = append(extra, q)
-				}
-			}
-		}
-	}
-	if len(extra) == 0 {
-		return qs
-	}
-	return append(append([]*queueState(nil), qs...), extra...)
-}
+// unsafeBytes views a string's bytes for read-only use (routing reads
+// the key and keeps nothing of it).
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -95,7 +95,12 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 			rk = q.qa.DeadLetterRoutingKey
 		}
 		nm := &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority}
-		qs, ok, _ := q.vh.route(dlx, []byte(rk), headersOf(hdr), &s)
+		hs := headersOf(hdr)
+		keys, err := route.RoutingKeys([]byte(rk), hs, nil)
+		if err != nil {
+			continue
+		}
+		qs, ok, _ := q.vh.route(dlx, keys, hs, &s)
 		if !ok {
 			continue
 		}

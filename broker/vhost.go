@@ -224,10 +224,11 @@ func (v *vhost) bind(c *conn, src string, dest route.Dest, key string, args amqp
 		return e
 	}
 	x := v.exchanges[src]
-	if x.kind == route.Headers {
-		if e := checkXMatch(args); e != nil {
-			return e
+	if err := route.CheckBinding(x.kind, args); err != nil {
+		if ib, ok := err.(*route.InvalidBindingError); ok {
+			return errorf(406, ib.Text)
 		}
+		return errorf(406, err.Error())
 	}
 	x.index.Add(route.Binding{Dest: dest, Key: key, Args: args})
 	return nil
@@ -273,22 +274,6 @@ func destRS(d route.Dest, vhost string) string {
 	return rsExchange(d.Name, vhost)
 }
 
-// checkXMatch validates a headers binding's x-match as RabbitMQ does.
-func checkXMatch(args amqp091.Table) *amqpError {
-	v, ok := args.Get("x-match")
-	if !ok {
-		return nil
-	}
-	if v.Type == amqp091.TypeLongstr {
-		switch string(v.Bytes()) {
-		case "all", "any", "all-with-x", "any-with-x":
-			return nil
-		}
-		return errorf(406, "Invalid x-match field value <<\""+string(v.Bytes())+"\">>; expected all, any, all-with-x, or any-with-x")
-	}
-	return errorf(406, "Invalid x-match field type "+typeName(v.Type)+" (value ...); expected longstr")
-}
-
 // unbind implements queue.unbind and exchange.unbind: unbinding what does
 // not exist is no error, but the ends must exist.
 func (v *vhost) unbind(c *conn, src string, dest route.Dest, key string, args amqp091.Table) *amqpError {
@@ -323,23 +308,27 @@ func (v *vhost) unbind(c *conn, src string, dest route.Dest, key string, args am
 // routeScratch is what one publish needs to route, kept per channel so
 // routing allocates nothing.
 type routeScratch struct {
+	keys   [][]byte
 	dests  []route.Dest
 	work   []string
 	seen   []string
 	queues []*queueState
 }
 
-// route resolves a publish to queues: the exchange's bindings, then
-// exchange-to-exchange bindings and alternate exchanges, each exchange
-// visited once so a cycle ends. ok is false when the exchange does not
-// exist; internal when it may not be published to.
-func (v *vhost) route(exchangeName string, key []byte, headers amqp091.Table, s *routeScratch) (qs []*queueState, ok, internal bool) {
+// route resolves a publish to queues by its routing keys (the routing key,
+// and CC and BCC's): the exchange's bindings, then exchange-to-exchange
+// bindings and alternate exchanges (taken when an exchange routes no key
+// anywhere), each exchange visited once so a cycle ends. ok is false when
+// the exchange does not exist; internal when it may not be published to.
+func (v *vhost) route(exchangeName string, keys [][]byte, headers amqp091.Table, s *routeScratch) (qs []*queueState, ok, internal bool) {
 	s.queues = s.queues[:0]
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if exchangeName == "" {
-		if q, ok := v.queues[string(key)]; ok {
-			s.queues = append(s.queues, q)
+		for _, k := range keys {
+			if q, ok := v.queues[string(k)]; ok && !containsQueue(s.queues, q) {
+				s.queues = append(s.queues, q)
+			}
 		}
 		return s.queues, true, false
 	}
@@ -360,7 +349,7 @@ func (v *vhost) route(exchangeName string, key []byte, headers amqp091.Table, s 
 			continue
 		}
 		x.routeMu.Lock()
-		s.dests = x.index.Route(key, headers, s.dests[:0])
+		s.dests = x.index.RouteKeys(keys, headers, s.dests[:0])
 		x.publishIn++
 		if len(s.dests) > 0 {
 			x.publishOut++

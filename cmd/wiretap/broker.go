@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/broker"
 	"github.com/wiretap-dev/wiretap/broker/auth"
+	"github.com/wiretap-dev/wiretap/broker/mgmt"
 	"github.com/wiretap-dev/wiretap/capture"
 )
 
@@ -32,6 +34,9 @@ type brokerFlags struct {
 	maxMessage     int64
 	watermark      int64
 	users          []string
+	management     string
+	definitions    string
+	exportDefs     string
 }
 
 func (bf *brokerFlags) register(cmd *cobra.Command) {
@@ -44,7 +49,10 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&bf.maxChannels, "max-channels", 0, "channels one connection may open (0: channel_max alone)")
 	fs.Int64Var(&bf.maxMessage, "max-message-size", broker.DefaultMaxMessage, "largest message body accepted, in bytes")
 	fs.Int64Var(&bf.watermark, "memory-high-watermark", 0, "message bytes held above which publishers are blocked (0: 40% of RAM)")
-	fs.StringArrayVar(&bf.users, "user", nil, "add a user `NAME:PASSWORD` with full permissions on every vhost (repeatable)")
+	fs.StringArrayVar(&bf.users, "user", nil, "add a user `NAME:PASSWORD` with full permissions on \"/\" (repeatable)")
+	fs.StringVar(&bf.management, "management", "127.0.0.1:15672", "`ADDR` of RabbitMQ's management HTTP API subset (\"\" for none)")
+	fs.StringVar(&bf.definitions, "definitions", "", "load RabbitMQ definitions JSON (rabbitmqctl export_definitions) at start")
+	fs.StringVar(&bf.exportDefs, "export-definitions", "", "write the broker's definitions JSON to `FILE` when it stops")
 }
 
 func (bf *brokerFlags) config() (broker.Config, error) {
@@ -138,6 +146,24 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 	if headless {
 		fmt.Fprintf(os.Stderr, "broker: listening on %s (AMQP 0-9-1; guest/guest from loopback)\n", ln.Addr())
 	}
+	var defs []byte
+	if bf.definitions != "" {
+		if defs, err = os.ReadFile(bf.definitions); err != nil {
+			ln.Close()
+			return inputErr(fmt.Errorf("broker: --definitions: %w", err))
+		}
+	}
+	var mln net.Listener
+	if bf.management != "" {
+		if mln, err = net.Listen("tcp", bf.management); err != nil {
+			// The broker is still useful without its management API.
+			fmt.Fprintf(os.Stderr, "broker: management API not started: %v\n", err)
+		} else if headless {
+			fmt.Fprintf(os.Stderr, "broker: management API on http://%s/api/\n", mln.Addr())
+		}
+	}
+	// Errors and notes the TUI would hide go to stderr once it has ended.
+	var notes []string
 	src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 		c := cfg
 		c.Tap = capture.NewSerial(h)
@@ -149,11 +175,51 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			ln.Close()
 			return err
 		}
+		if defs != nil {
+			warns, err := b.LoadDefinitions(defs)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("--definitions %s: %w", bf.definitions, err)
+			}
+			for _, w := range warns {
+				notes = append(notes, "broker: definitions: "+w)
+			}
+		}
+		if mln != nil {
+			srv := &http.Server{Handler: mgmt.New(mgmt.Config{Source: b, Users: b.UserStore(), Definitions: mgmtDefinitions{b}, Log: c.Log}),
+				ReadHeaderTimeout: 10 * time.Second}
+			go srv.Serve(mln)
+			defer srv.Close()
+		}
 		err = b.Serve(ctx, ln)
+		if bf.exportDefs != "" {
+			if data, xerr := b.ExportDefinitions(""); xerr != nil {
+				notes = append(notes, "broker: --export-definitions: "+xerr.Error())
+			} else if werr := os.WriteFile(bf.exportDefs, data, 0o600); werr != nil {
+				notes = append(notes, "broker: --export-definitions: "+werr.Error())
+			}
+		}
 		b.Close()
 		return err
 	}
+	defer func() {
+		for _, n := range notes {
+			fmt.Fprintln(os.Stderr, n)
+		}
+	}()
 	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }
+
+// mgmtDefinitions gives the management API the broker's definitions.
+type mgmtDefinitions struct{ b *broker.Broker }
+
+func (d mgmtDefinitions) ExportDefinitions(vhost string) ([]byte, error) {
+	return d.b.ExportDefinitions(vhost)
+}
+
+func (d mgmtDefinitions) ImportDefinitions(data []byte) error {
+	_, err := d.b.LoadDefinitions(data)
+	return err
+}
