@@ -82,6 +82,7 @@ type Broker struct {
 	outLimit   int
 	node       string
 	start      *amqp091.ConnectionStart
+	startTLS   *amqp091.ConnectionStart
 	started    time.Time
 
 	mu        sync.Mutex
@@ -150,7 +151,11 @@ func New(cfg Config) (*Broker, error) {
 	for _, v := range b.users.VHosts() {
 		b.addVHost(v.Name)
 	}
-	b.start = b.buildConnectionStart()
+	b.start = b.buildConnectionStart(false)
+	b.startTLS = b.start
+	if b.tlsClientAuth() {
+		b.startTLS = b.buildConnectionStart(true)
+	}
 	return b, nil
 }
 

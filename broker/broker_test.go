@@ -2,8 +2,15 @@ package broker
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"runtime"
 	"strings"
@@ -374,5 +381,67 @@ func TestSenderSelectedDistribution(t *testing.T) {
 		if _, has := m.Headers["BCC"]; has || m.Headers["keep"] != "me" {
 			t.Fatalf("queue %s: headers %v", q, m.Headers)
 		}
+	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wiretap test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestAMQPS: a TLS listener serves clients as the plain one does, and
+// without client certificates EXTERNAL is not offered.
+func TestAMQPS(t *testing.T) {
+	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	b, err := New(Config{TLS: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Serve(ctx, tls.NewListener(l, cfg)); close(done) }()
+	defer func() { cancel(); <-done; b.Close() }()
+	c, err := amqp.DialTLS("amqps://guest:guest@"+l.Addr().String()+"/", &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if mechs := c.Config.SASL; len(mechs) == 0 {
+		t.Fatal("no SASL mechanism used")
+	}
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Publish("", q.Name, false, false, amqp.Publishing{Body: []byte("over tls")})
+	if m, ok, err := ch.Get(q.Name, true); err != nil || !ok || string(m.Body) != "over tls" {
+		t.Fatalf("get over TLS: %v %v", ok, err)
+	}
+	conns := b.Connections()
+	if len(conns) != 1 || !conns[0].TLS {
+		t.Fatalf("connections %+v: want one, over TLS", conns)
+	}
+	if strings.Contains(string(b.startTLS.Mechanisms), "EXTERNAL") {
+		t.Fatalf("EXTERNAL offered without client certificates: %q", b.startTLS.Mechanisms)
 	}
 }

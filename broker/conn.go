@@ -197,7 +197,7 @@ func (c *conn) run() error {
 		c.flushAndWait()
 		return errors.New("protocol header " + strconv.Quote(string(hdr[:])) + " is not AMQP 0-9-1")
 	}
-	c.send(func(out []byte) []byte { return amqp091.AppendMethodFrame(out, 0, c.b.connectionStart()) })
+	c.send(func(out []byte) []byte { return amqp091.AppendMethodFrame(out, 0, c.connectionStart()) })
 	for {
 		if c.vh == nil {
 			// The negotiation as a whole is bounded by the handshake

@@ -29,7 +29,7 @@ var capabilities = []string{
 	"authentication_failure_close", "per_consumer_qos", "direct_reply_to",
 }
 
-func (b *Broker) buildConnectionStart() *amqp091.ConnectionStart {
+func (b *Broker) buildConnectionStart(external bool) *amqp091.ConnectionStart {
 	var caps amqp091.Table
 	for _, c := range capabilities {
 		caps = caps.Append(c, amqp091.BoolValue(true))
@@ -46,12 +46,19 @@ func (b *Broker) buildConnectionStart() *amqp091.ConnectionStart {
 		VersionMajor:     0,
 		VersionMinor:     9,
 		ServerProperties: props,
-		Mechanisms:       []byte(strings.Join(b.users.Mechanisms(b.tlsClientAuth()), " ")),
+		Mechanisms:       []byte(strings.Join(b.users.Mechanisms(external), " ")),
 		Locales:          []byte("en_US"),
 	}
 }
 
-func (b *Broker) connectionStart() *amqp091.ConnectionStart { return b.start }
+// connectionStart is what c is offered: EXTERNAL only over TLS with client
+// certificates, as RabbitMQ's rabbit_auth_mechanism_ssl offers it.
+func (c *conn) connectionStart() *amqp091.ConnectionStart {
+	if c.tls != nil {
+		return c.b.startTLS
+	}
+	return c.b.start
+}
 
 // connectionMethod handles a method on channel 0.
 func (c *conn) connectionMethod(m amqp091.Method) error {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -35,6 +37,10 @@ type brokerFlags struct {
 	watermark      int64
 	users          []string
 	management     string
+	tlsListen      string
+	tlsCert        string
+	tlsKey         string
+	tlsCA          string
 	definitions    string
 	exportDefs     string
 }
@@ -51,6 +57,10 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.Int64Var(&bf.watermark, "memory-high-watermark", 0, "message bytes held above which publishers are blocked (0: 40% of RAM)")
 	fs.StringArrayVar(&bf.users, "user", nil, "add a user `NAME:PASSWORD` with full permissions on \"/\" (repeatable)")
 	fs.StringVar(&bf.management, "management", "127.0.0.1:15672", "`ADDR` of RabbitMQ's management HTTP API subset (\"\" for none)")
+	fs.StringVar(&bf.tlsListen, "tls-listen", "", "AMQPS `ADDR` to accept TLS clients on (RabbitMQ's is 5671; needs --tls-cert and --tls-key)")
+	fs.StringVar(&bf.tlsCert, "tls-cert", "", "PEM certificate for --tls-listen")
+	fs.StringVar(&bf.tlsKey, "tls-key", "", "PEM key for --tls-cert")
+	fs.StringVar(&bf.tlsCA, "tls-ca", "", "PEM CA bundle: ask TLS clients for certificates signed by it and offer EXTERNAL")
 	fs.StringVar(&bf.definitions, "definitions", "", "load RabbitMQ definitions JSON (rabbitmqctl export_definitions) at start")
 	fs.StringVar(&bf.exportDefs, "export-definitions", "", "write the broker's definitions JSON to `FILE` when it stops")
 }
@@ -64,6 +74,28 @@ func (bf *brokerFlags) config() (broker.Config, error) {
 		FrameMax: bf.frameMax, ChannelMax: bf.channelMax, Heartbeat: hb,
 		MaxConnections: bf.maxConnections, MaxChannels: bf.maxChannels, MaxMessage: bf.maxMessage,
 		MemoryHighWatermark: bf.watermark,
+	}
+	if (bf.tlsListen != "") != (bf.tlsCert != "" && bf.tlsKey != "") {
+		return cfg, usageErr("broker: --tls-listen needs --tls-cert and --tls-key, and they need --tls-listen")
+	}
+	if bf.tlsListen != "" {
+		cert, err := tls.LoadX509KeyPair(bf.tlsCert, bf.tlsKey)
+		if err != nil {
+			return cfg, inputErr(fmt.Errorf("broker: loading the TLS certificate: %w", err))
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		if bf.tlsCA != "" {
+			pem, err := os.ReadFile(bf.tlsCA)
+			if err != nil {
+				return cfg, inputErr(fmt.Errorf("broker: --tls-ca: %w", err))
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return cfg, inputErr(fmt.Errorf("broker: --tls-ca %s: no certificate in it", bf.tlsCA))
+			}
+			cfg.TLS.ClientCAs = pool
+			cfg.TLS.ClientAuth = tls.VerifyClientCertIfGiven
+		}
 	}
 	if len(bf.users) > 0 {
 		st := brokerDefaultUsers()
@@ -105,7 +137,7 @@ func newBrokerCmd() *cobra.Command {
 		headless bool
 	)
 	cmd := &cobra.Command{
-		Use:   "broker [--listen ADDR] [--headless] [-w OUT.pcapng]",
+		Use:   "broker [--listen ADDR] [--tls-listen ADDR --tls-cert F --tls-key F] [--management ADDR] [--definitions FILE] [--headless] [-w OUT.pcapng]",
 		Short: "Run the embedded RabbitMQ-compatible broker and watch its traffic",
 		Long:  brokerLong,
 		Example: `  wiretap broker
@@ -145,6 +177,18 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 	}
 	if headless {
 		fmt.Fprintf(os.Stderr, "broker: listening on %s (AMQP 0-9-1; guest/guest from loopback)\n", ln.Addr())
+	}
+	var tln net.Listener
+	if bf.tlsListen != "" {
+		l, err := net.Listen("tcp", bf.tlsListen)
+		if err != nil {
+			ln.Close()
+			return inputErr(fmt.Errorf("broker: --tls-listen: %w", err))
+		}
+		tln = tls.NewListener(l, cfg.TLS)
+		if headless {
+			fmt.Fprintf(os.Stderr, "broker: listening on %s (AMQPS)\n", l.Addr())
+		}
 	}
 	var defs []byte
 	if bf.definitions != "" {
@@ -190,6 +234,11 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 				ReadHeaderTimeout: 10 * time.Second}
 			go srv.Serve(mln)
 			defer srv.Close()
+		}
+		if tln != nil {
+			done := make(chan struct{})
+			go func() { b.Serve(ctx, tln); close(done) }()
+			defer func() { <-done }()
 		}
 		err = b.Serve(ctx, ln)
 		if bf.exportDefs != "" {
