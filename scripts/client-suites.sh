@@ -8,7 +8,9 @@
 #
 # Suites: amqp091-go (github.com/rabbitmq/amqp091-go's -tags integration
 # tests, AMQP_URL, including the recovery tests that close connections
-# through the management API on localhost:15672).
+# through the management API on localhost:15672); watermill-amqp
+# (github.com/ThreeDotsLabs/watermill-amqp/v3's pub/sub suite with -short,
+# WATERMILL_TEST_AMQP_URI).
 #
 # The broker runs from a fresh build on 127.0.0.1:$PORT (default 5673, so a
 # RabbitMQ on 5672 is left alone) with its management API on
@@ -16,8 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-5673}
-SUITES=${SUITES:-amqp091-go}
+SUITES=${SUITES:-amqp091-go watermill-amqp}
 AMQP091_VERSION=v1.16.0
+WATERMILL_AMQP_VERSION=v3.0.2
 work=$(mktemp -d)
 trap 'kill $broker_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -43,19 +46,13 @@ failed=0
 results="$work/results.tsv"
 : >"$results"
 
-run_amqp091_go() {
-	local mod
-	mod=$(go env GOMODCACHE)/github.com/rabbitmq/amqp091-go@$AMQP091_VERSION
-	[ -d "$mod" ] || go mod download github.com/rabbitmq/amqp091-go@$AMQP091_VERSION
-	cp -r "$mod" "$work/amqp091-go"
-	chmod -R u+w "$work/amqp091-go"
-	(cd "$work/amqp091-go" && AMQP_URL=amqp://guest:guest@127.0.0.1:$PORT/ \
-		go test -tags integration -count=1 -timeout 15m -json . >"$work/amqp091-go.json" 2>&1) || true
-	# One line per top-level test: suite, test, pass/fail/skip.
-	python3 - "$work/amqp091-go.json" <<'PY' >>"$results"
+# results_of SUITE FILE: one line per top-level test of a go test -json
+# run: suite, test, pass/fail/skip.
+results_of() {
+	python3 - "$1" "$2" <<'PY' >>"$results"
 import json, sys
 out = {}
-for line in open(sys.argv[1]):
+for line in open(sys.argv[2]):
     try:
         ev = json.loads(line)
     except ValueError:
@@ -65,18 +62,41 @@ for line in open(sys.argv[1]):
         continue
     out[t] = ev["Action"]
 for t in sorted(out):
-    print("amqp091-go\t%s\t%s" % (t, out[t]))
+    print("%s\t%s\t%s" % (sys.argv[1], t, out[t]))
 PY
-	if ! grep -q '"Action":"pass","Package"' "$work/amqp091-go.json" && ! grep -q "^amqp091-go" "$results"; then
-		echo "client-suites: amqp091-go ran no test:" >&2
-		tail -20 "$work/amqp091-go.json" >&2
+	if ! grep -q "^$1"$'\t' "$results"; then
+		echo "client-suites: $1 ran no test:" >&2
+		tail -20 "$2" >&2
 		failed=1
 	fi
+}
+
+# module_copy MODULE VERSION DIR: a writable copy of a module's source.
+module_copy() {
+	local dir
+	dir=$(go mod download -json "$1@$2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+	cp -r "$dir" "$3"
+	chmod -R u+w "$3"
+}
+
+run_amqp091_go() {
+	module_copy github.com/rabbitmq/amqp091-go $AMQP091_VERSION "$work/amqp091-go"
+	(cd "$work/amqp091-go" && AMQP_URL=amqp://guest:guest@127.0.0.1:$PORT/ \
+		go test -tags integration -count=1 -timeout 15m -json . >"$work/amqp091-go.json" 2>&1) || true
+	results_of amqp091-go "$work/amqp091-go.json"
+}
+
+run_watermill_amqp() {
+	module_copy github.com/ThreeDotsLabs/watermill-amqp/v3 $WATERMILL_AMQP_VERSION "$work/watermill-amqp"
+	(cd "$work/watermill-amqp" && WATERMILL_TEST_AMQP_URI=amqp://guest:guest@127.0.0.1:$PORT/ \
+		go test -short -count=1 -timeout 15m -json ./pkg/amqp >"$work/watermill-amqp.json" 2>&1) || true
+	results_of watermill-amqp "$work/watermill-amqp.json"
 }
 
 for s in $SUITES; do
 	case $s in
 	amqp091-go) run_amqp091_go ;;
+	watermill-amqp) run_watermill_amqp ;;
 	*) echo "client-suites: unknown suite $s" >&2; exit 2 ;;
 	esac
 done
