@@ -90,6 +90,9 @@ func renderers(fx *fixture) map[string]func(wr *writer) {
 // Rendering allocates nothing once the writer's buffers and the rates'
 // histories exist: the steady state of a tool polling the API.
 func TestRenderingDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	fx := newBigFixture(200)
 	for name, f := range renderers(fx) {
 		wr := fx.h.getWriter(nil)
@@ -113,6 +116,9 @@ func TestRenderingDoesNotAllocate(t *testing.T) {
 // A request's allocations do not grow with the number of objects: only
 // the snapshot (the fake's copy) and the HTTP plumbing allocate.
 func TestServingAllocatesPerRequestNotPerObject(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
 	for _, path := range []string{"/api/queues", "/api/connections", "/api/channels", "/api/exchanges",
 		"/api/bindings", "/api/consumers", "/api/queues/%2F?columns=name,messages"} {
 		count := func(n int) float64 {

@@ -23,11 +23,13 @@
 // Responses are rendered by an append-only JSON encoder into pooled
 // buffers, with no reflection; in steady state rendering allocates nothing.
 //
-// The reference is RabbitMQ 3.10.8 itself: compare_test.go runs the same
-// requests against its management plugin (WIRETAP_MGMT_COMPARE=1) and
-// checks that every key and value type agree, listing what is left out
-// because the broker has no such figure (Erlang's reductions and garbage
-// collection, queue memory, idle_since). See
+// The reference is RabbitMQ 3.10.8 itself: compare_test.go builds one
+// topology on it, runs the same requests against its management plugin
+// (enabled on port 15679 for the test, WIRETAP_MGMT_COMPARE=1) and over a
+// fake broker holding the same objects, and checks that keys, value types,
+// status codes and error bodies agree; it lists what is left out because
+// the broker has no such figure (Erlang's reductions and garbage
+// collection, queue memory, idle_since, per-channel message rates). See
 // https://www.rabbitmq.com/docs/management#http-api and
 // https://rawcdn.githack.com/rabbitmq/rabbitmq-server/v3.10.8/deps/rabbitmq_management/priv/www/api/index.html.
 package mgmt

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
@@ -135,6 +136,17 @@ func (e *encoder) key(k string) bool {
 	e.buf = append(e.buf, '"')
 	e.buf = append(e.buf, k...)
 	e.buf = append(e.buf, '"', ':')
+	return true
+}
+
+// keyWhole is key for a value RabbitMQ keeps whole under ?columns=: its
+// maps (tables, overview totals), which extract_column_items does not
+// descend into, unlike its property lists.
+func (e *encoder) keyWhole(k string) bool {
+	if !e.key(k) {
+		return false
+	}
+	e.next = nil
 	return true
 }
 
@@ -414,7 +426,8 @@ func (e *encoder) table(m map[string]any) {
 func (e *encoder) bytes(b []byte) {
 	if utf8.Valid(b) {
 		e.comma()
-		e.appendString(string(b)) // no copy: appendString does not keep it
+		// appendString only reads s, so b need not be copied into one.
+		e.appendString(unsafe.String(unsafe.SliceData(b), len(b)))
 		return
 	}
 	e.comma()

@@ -691,11 +691,20 @@ func TestColumns(t *testing.T) {
 	if n := len(field(t, one, "message_stats").(map[string]any)); n != 8 {
 		t.Errorf("message_stats has %d keys", n)
 	}
-	// Into tables and arrays of objects.
+	// Tables and the overview's totals are kept whole, as RabbitMQ keeps
+	// its maps (it descends only into property lists).
 	c := fx.get(t, "/api/connections?columns=client_properties.connection_name")
-	if got := field(t, c, "0"); len(got.(map[string]any)) != 1 || field(t, got, "client_properties", "connection_name") != "probe-conn" {
+	if got := field(t, c, "0"); len(got.(map[string]any)) != 1 || len(field(t, got, "client_properties").(map[string]any)) != len(clientTable("")) {
 		t.Errorf("client_properties.connection_name = %v", got)
 	}
+	o := fx.get(t, "/api/overview?columns=object_totals.queues,exchange_types.name")
+	if n := len(field(t, o, "object_totals").(map[string]any)); n != 5 {
+		t.Errorf("object_totals has %d keys", n)
+	}
+	if got := field(t, o, "exchange_types", "0").(map[string]any); len(got) != 1 || got["name"] != "direct" {
+		t.Errorf("exchange_types.name = %v", got)
+	}
+	// Into arrays of objects.
 	q := fx.get(t, "/api/queues/%2F/pq?columns=consumer_details.consumer_tag")
 	if got := field(t, q, "consumer_details", "0").(map[string]any); len(got) != 1 || got["consumer_tag"] != "probe-ctag" {
 		t.Errorf("consumer_details.consumer_tag = %v", got)
@@ -844,4 +853,42 @@ func TestRates(t *testing.T) {
 	if r := rate("/api/overview", "message_stats", "publish_details", "rate"); r != 123.4 {
 		t.Errorf("overview publish rate = %v, want 123.4", r)
 	}
+}
+
+// Requests run concurrently (go test -race): the pool, the rates'
+// history and the node cache are shared.
+func TestConcurrentRequests(t *testing.T) {
+	fx := newBigFixture(50)
+	paths := []string{"/api/overview", "/api/queues", "/api/queues?sort=messages&page=1", "/api/connections",
+		"/api/channels/" + url.PathEscape(conn1+" (1)"), "/api/consumers", "/api/vhosts", "/api/queues/%2F/pq"}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			fx.src.mu.Lock()
+			fx.src.queues[1].Published += uint64(i)
+			fx.src.mu.Unlock()
+			fx.advance(100 * time.Millisecond)
+		}
+	}()
+	errs := make(chan string, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 40 {
+				p := paths[(g+i)%len(paths)]
+				w := fx.do(t, http.MethodGet, p, "guest:guest", nil)
+				if w.Code != 200 || !json.Valid(w.Body.Bytes()) {
+					errs <- p + ": " + w.Body.String()
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	<-done
 }

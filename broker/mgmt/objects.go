@@ -26,7 +26,29 @@ func (wr *writer) overview(o *state.Overview, r *http.Request) {
 
 	wr.beginObject()
 	wr.kstr("cluster_name", o.ClusterName)
-	wr.kempty("contexts")
+	if wr.key("contexts") {
+		// The web context this request came through.
+		wr.beginArray()
+		if ap, ok := httpListener(r); ok {
+			wr.elem()
+			wr.beginObject()
+			wr.kstr("description", "RabbitMQ Management")
+			wr.kstr("node", o.Node)
+			wr.kstr("path", "/")
+			if wr.key("port") {
+				// A string, as RabbitMQ writes it.
+				wr.comma()
+				wr.buf = append(wr.buf, '"')
+				wr.buf = strconv.AppendUint(wr.buf, uint64(ap.Port()), 10)
+				wr.buf = append(wr.buf, '"')
+			}
+			if r.TLS == nil {
+				wr.kempty("ssl_opts")
+			}
+			wr.endObject()
+		}
+		wr.endArray()
+	}
 	wr.kbool("disable_stats", false)
 	wr.kbool("enable_queue_totals", false)
 	if wr.key("exchange_types") {
@@ -58,7 +80,7 @@ func (wr *writer) overview(o *state.Overview, r *http.Request) {
 		wr.endArray()
 	}
 	wr.kstr("management_version", o.Version)
-	if wr.key("message_stats") {
+	if wr.keyWhole("message_stats") {
 		wr.beginObject()
 		wr.stat("ack", "ack_details", o.Acked, stats[3])
 		wr.stat("confirm", "confirm_details", o.Confirmed, stats[1])
@@ -69,7 +91,7 @@ func (wr *writer) overview(o *state.Overview, r *http.Request) {
 		wr.endObject()
 	}
 	wr.kstr("node", o.Node)
-	if wr.key("object_totals") {
+	if wr.keyWhole("object_totals") {
 		wr.beginObject()
 		wr.kint("channels", int64(o.Channels))
 		wr.kint("connections", int64(o.Connections))
@@ -80,7 +102,7 @@ func (wr *writer) overview(o *state.Overview, r *http.Request) {
 	}
 	wr.kstr("product_name", o.Product)
 	wr.kstr("product_version", o.Version)
-	if wr.key("queue_totals") {
+	if wr.keyWhole("queue_totals") {
 		wr.beginObject()
 		wr.gauge("messages", "messages_details", o.MessagesReady+o.MessagesUnacked, totals[0])
 		wr.gauge("messages_ready", "messages_ready_details", o.MessagesReady, totals[1])
@@ -354,7 +376,7 @@ func (wr *writer) queue(q *state.Queue) {
 		wr.kempty("deliveries")
 	}
 	wr.kbool("durable", q.Durable)
-	if wr.key("effective_policy_definition") {
+	if wr.keyWhole("effective_policy_definition") {
 		wr.emptyObject() // there are no policies
 	}
 	wr.kbool("exclusive", q.Exclusive)
@@ -457,7 +479,7 @@ func (wr *writer) user(u *state.User) {
 	if wr.key("tags") {
 		wr.strings(u.Tags)
 	}
-	if wr.key("limits") {
+	if wr.keyWhole("limits") {
 		wr.emptyObject()
 	}
 	wr.endObject()
@@ -487,7 +509,7 @@ func (wr *writer) vhost(v *state.VHost, t *vhostTotals) {
 	wr.gauge("messages", "messages_details", t.ready+t.unacked, r[2])
 	wr.gauge("messages_ready", "messages_ready_details", t.ready, r[3])
 	wr.gauge("messages_unacknowledged", "messages_unacknowledged_details", t.unacked, r[4])
-	if wr.key("metadata") {
+	if wr.keyWhole("metadata") {
 		wr.beginObject()
 		wr.kstr("description", v.Description)
 		if wr.key("tags") {

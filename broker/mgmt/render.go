@@ -204,7 +204,7 @@ func (wr *writer) knull(k string) {
 }
 
 func (wr *writer) ktable(k string, m map[string]any) {
-	if wr.key(k) {
+	if wr.keyWhole(k) {
 		wr.table(m)
 	}
 }

@@ -41,11 +41,10 @@ const (
 // the vhost (-1: none), and the methods it takes besides HEAD, GET and
 // OPTIONS.
 type route struct {
-	ep     endpoint
-	vhost  int8
-	nparam int8
-	del    bool
-	post   bool
+	ep    endpoint
+	vhost int8
+	del   bool
+	post  bool
 }
 
 var (
@@ -105,7 +104,6 @@ func matchRoute(path string, rq *request) bool {
 		}
 		rq.params[i] = u
 	}
-	rt.nparam = int8(len(params))
 	rq.route = rt
 	return true
 }

@@ -32,7 +32,9 @@ func (h *handler) node() string {
 		return *p
 	}
 	n := h.cfg.Source.Overview().Node
-	h.nodeName.Store(&n)
+	if n != "" {
+		h.nodeName.Store(&n)
+	}
 	return n
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mgmt
+
+const raceEnabled = false
