@@ -82,8 +82,11 @@ type Broker struct {
 	outLimit   int
 	node       string
 	start      *amqp091.ConnectionStart
-	startTLS   *amqp091.ConnectionStart
-	started    time.Time
+	// silentDelay is RabbitMQ's pause before closing a connection it does
+	// not answer (auth.SilentCloseDelay; tests shorten it).
+	silentDelay time.Duration
+	startTLS    *amqp091.ConnectionStart
+	started     time.Time
 
 	mu        sync.Mutex
 	vhosts    map[string]*vhost
@@ -105,15 +108,16 @@ type counters struct {
 // New returns a broker for cfg.
 func New(cfg Config) (*Broker, error) {
 	b := &Broker{
-		cfg:        cfg,
-		users:      cfg.Users,
-		frameMax:   cfg.FrameMax,
-		channelMax: cfg.ChannelMax,
-		maxMessage: cfg.MaxMessage,
-		outLimit:   cfg.OutboundLimit,
-		vhosts:     make(map[string]*vhost),
-		conns:      make(map[*conn]struct{}),
-		started:    time.Now(),
+		cfg:         cfg,
+		users:       cfg.Users,
+		frameMax:    cfg.FrameMax,
+		channelMax:  cfg.ChannelMax,
+		maxMessage:  cfg.MaxMessage,
+		outLimit:    cfg.OutboundLimit,
+		vhosts:      make(map[string]*vhost),
+		conns:       make(map[*conn]struct{}),
+		started:     time.Now(),
+		silentDelay: auth.SilentCloseDelay,
 	}
 	if b.users == nil {
 		b.users = auth.NewDefaultStore()

@@ -148,7 +148,7 @@ func (c *conn) startOk(m *amqp091.ConnectionStartOk) error {
 		}
 		// RabbitMQ closes such a connection without a word, after a
 		// pause that slows down guessing.
-		time.Sleep(auth.SilentCloseDelay)
+		time.Sleep(c.b.silentDelay)
 		return errClientClosed
 	}
 	c.user = user
@@ -172,7 +172,7 @@ func (c *conn) tuneOk(m *amqp091.ConnectionTuneOk) error {
 		// Before connection.open RabbitMQ tells the client nothing: it
 		// logs, waits and closes the socket.
 		c.logf("closing: ", e.text)
-		time.Sleep(auth.SilentCloseDelay)
+		time.Sleep(c.b.silentDelay)
 		return errClientClosed
 	}
 	c.frameMax = m.FrameMax

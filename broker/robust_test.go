@@ -1,0 +1,361 @@
+package broker
+
+import (
+	"bytes"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+func addrOf(url string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(url, "amqp://guest:guest@"), "/")
+}
+
+// settleGoroutines waits for the goroutine count to come back to at most
+// want, and reports the count.
+func settleGoroutines(want int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestThousandConnections: 1,000 clients at once, each declaring,
+// publishing and getting, then gone without a goroutine left.
+func TestThousandConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	b, url := startBroker(t, Config{})
+	before := runtime.NumGoroutine()
+	const n = 1000
+	conns := make([]*amqp.Connection, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			c, err := amqp.Dial(url)
+			if err != nil {
+				errs <- err
+				return
+			}
+			conns[i] = c
+			ch, err := c.Channel()
+			if err != nil {
+				errs <- err
+				return
+			}
+			q, err := ch.QueueDeclare("", false, true, true, false, nil)
+			if err == nil {
+				err = ch.Publish("", q.Name, false, false, amqp.Publishing{Body: []byte("x")})
+			}
+			if err == nil {
+				var ok bool
+				_, ok, err = ch.Get(q.Name, true)
+				if err == nil && !ok {
+					err = net.ErrClosed
+				}
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := len(b.Connections()); got != n {
+		t.Fatalf("%d connections open, want %d", got, n)
+	}
+	if q := len(b.Queues()); q != n {
+		t.Fatalf("%d queues, want %d exclusive ones", q, n)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if g := settleGoroutines(before + 4); g > before+4 {
+		t.Fatalf("%d goroutines before, %d after the connections closed", before, g)
+	}
+	if q := len(b.Queues()); q != 0 {
+		t.Fatalf("%d exclusive queues outlived their connections", q)
+	}
+}
+
+// TestStalledConsumerIsBounded: a consumer that stops reading gets no more
+// than the outbound limit written for it; the rest waits in the queue, and
+// other clients are served meanwhile.
+func TestStalledConsumerIsBounded(t *testing.T) {
+	b, url := startBroker(t, Config{OutboundLimit: 256 << 10})
+	// A raw consumer that never reads after consume-ok.
+	nc, err := net.Dial("tcp", addrOf(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(4 << 10)
+	}
+	fr := amqp091.NewFrameReader(nc)
+	rawHandshake(t, nc, fr)
+	send(t, nc, 1, &amqp091.ChannelOpen{})
+	expect[*amqp091.ChannelOpenOk](t, fr)
+	send(t, nc, 1, &amqp091.QueueDeclare{Queue: []byte("stall")})
+	expect[*amqp091.QueueDeclareOk](t, fr)
+	send(t, nc, 1, &amqp091.BasicConsume{Queue: []byte("stall"), ConsumerTag: []byte("c"), NoAck: true})
+	expect[*amqp091.BasicConsumeOk](t, fr)
+
+	_, ch := dial(t, url)
+	body := bytes.Repeat([]byte("x"), 8<<10)
+	const msgs = 4000 // 32 MiB in all
+	for range msgs {
+		if err := ch.Publish("", "stall", false, false, amqp.Publishing{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Everyone else is still served while the consumer stalls.
+	q, err := ch.QueueDeclare("other", false, true, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Publish("", q.Name, false, false, amqp.Publishing{Body: []byte("ok")})
+	if _, ok, err := ch.Get(q.Name, true); err != nil || !ok {
+		t.Fatalf("another client was not served: %v %v", ok, err)
+	}
+	var ready int
+	for _, sq := range b.Queues() {
+		if sq.Name == "stall" {
+			ready = sq.Ready
+		}
+	}
+	// What left the queue is bounded by the outbound limit and the
+	// socket buffers (a few MiB), far below the 32 MiB published.
+	if left := msgs - ready; left*len(body) > 8<<20 {
+		t.Fatalf("%d messages (%d MiB) taken from the queue for a consumer that reads nothing", left, left*len(body)>>20)
+	}
+	if ready == 0 {
+		t.Fatal("nothing stayed in the queue")
+	}
+}
+
+// TestMissedHeartbeats: a client that goes silent past two heartbeat
+// intervals is disconnected; one that sends heartbeats is not.
+func TestMissedHeartbeats(t *testing.T) {
+	b, url := startBroker(t, Config{Heartbeat: time.Second})
+	nc, err := net.Dial("tcp", addrOf(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fr := amqp091.NewFrameReader(nc)
+	tune := rawHandshake(t, nc, fr)
+	if tune.Heartbeat != 1 {
+		t.Fatalf("tune offered heartbeat %d, want 1", tune.Heartbeat)
+	}
+	start := time.Now()
+	sawHeartbeat := false
+	nc.SetReadDeadline(time.Now().Add(6 * time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			break // the broker closed the silent connection
+		}
+		if f.Type == amqp091.FrameHeartbeat {
+			sawHeartbeat = true
+		}
+	}
+	if d := time.Since(start); d < 1500*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("silent connection closed after %v, want about 2 s", d)
+	}
+	if !sawHeartbeat {
+		t.Fatal("the broker sent no heartbeat")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for len(b.Connections()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(b.Connections()) != 0 {
+		t.Fatal("the connection is still listed")
+	}
+}
+
+// rawHandshake negotiates a connection with the codec and returns the
+// broker's tune.
+func rawHandshake(t testing.TB, nc net.Conn, fr *amqp091.FrameReader) amqp091.ConnectionTune {
+	t.Helper()
+	nc.Write([]byte(amqp091.ProtocolHeader))
+	expect[*amqp091.ConnectionStart](t, fr)
+	send(t, nc, 0, &amqp091.ConnectionStartOk{Mechanism: []byte("PLAIN"), Response: []byte("\x00guest\x00guest"), Locale: []byte("en_US")})
+	tune := *expect[*amqp091.ConnectionTune](t, fr)
+	send(t, nc, 0, &amqp091.ConnectionTuneOk{ChannelMax: tune.ChannelMax, FrameMax: tune.FrameMax, Heartbeat: tune.Heartbeat})
+	send(t, nc, 0, &amqp091.ConnectionOpen{VirtualHost: []byte("/")})
+	expect[*amqp091.ConnectionOpenOk](t, fr)
+	return tune
+}
+
+func send(t testing.TB, nc net.Conn, ch uint16, m amqp091.Method) {
+	t.Helper()
+	if _, err := nc.Write(amqp091.AppendMethodFrame(nil, ch, m)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func expect[M amqp091.Method](t testing.TB, fr *amqp091.FrameReader) M {
+	t.Helper()
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == amqp091.FrameHeartbeat {
+			continue
+		}
+		m, err := amqp091.ParseMethod(f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, ok := m.(M)
+		if !ok {
+			t.Fatalf("got %s", m.Name())
+		}
+		return want
+	}
+}
+
+// clientStreams returns the client-to-server bytes of each connection of
+// a shipped capture of a real client and RabbitMQ.
+func clientStreams(t testing.TB, name string) [][]byte {
+	t.Helper()
+	var s streams
+	if _, err := capture.ReadFile(filepath.Join("..", "testdata", name), &s, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, f := range s.order {
+		out = append(out, s.client[f])
+	}
+	return out
+}
+
+type streams struct {
+	client map[*capture.Flow][]byte
+	order  []*capture.Flow
+}
+
+func (s *streams) Data(f *capture.Flow, fromA bool, data []byte, _ time.Time) {
+	if s.client == nil {
+		s.client = map[*capture.Flow][]byte{}
+	}
+	if _, ok := s.client[f]; !ok {
+		s.order = append(s.order, f)
+	}
+	if fromA {
+		s.client[f] = append(s.client[f], data...)
+	} else if s.client[f] == nil {
+		s.client[f] = []byte{}
+	}
+}
+func (s *streams) Gap(*capture.Flow, bool, int, time.Time) {}
+func (s *streams) Close(*capture.Flow, time.Time)          {}
+
+// FuzzConnection feeds a broker connection arbitrary client bytes (seeded
+// with real clients' sessions): it must never panic or hang, and must let
+// go of the connection when the client does.
+func FuzzConnection(f *testing.F) {
+	for _, name := range []string{"amqp091-pika.pcapng", "amqp091-go.pcapng"} {
+		for _, s := range clientStreams(f, name) {
+			f.Add(s)
+		}
+	}
+	if len(clientStreams(f, "amqp091-pika.pcapng")) == 0 {
+		f.Fatal("no client stream in the seed capture")
+	}
+	f.Add([]byte(amqp091.ProtocolHeader))
+	f.Add([]byte("AMQP\x00\x00\x09\x01\x01\x00\x00\xff\xff\xff\xff"))
+	b, err := New(Config{Heartbeat: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b.silentDelay = 0
+	f.Fuzz(func(t *testing.T, in []byte) {
+		client, server := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			newConn(b, loopbackConn{server}).serve()
+			close(done)
+		}()
+		go func() {
+			// Drain what the broker writes so it never blocks on us.
+			buf := make([]byte, 64<<10)
+			for {
+				if _, err := client.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		client.Write(in)
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection did not end after its client went away")
+		}
+	})
+}
+
+// loopbackConn is a net.Pipe end that says it is a loopback TCP socket,
+// so guest may log in over it.
+type loopbackConn struct{ net.Conn }
+
+func (loopbackConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (loopbackConn) LocalAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5672} }
+
+// TestFuzzSeedsReachTheBroker: the fuzz target's seeds get past the
+// handshake, so fuzzing exercises the channel state machines.
+func TestFuzzSeedsReachTheBroker(t *testing.T) {
+	b, err := New(Config{Heartbeat: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := clientStreams(t, "amqp091-pika.pcapng")[0]
+	client, server := net.Pipe()
+	done := make(chan struct{})
+	go func() { newConn(b, loopbackConn{server}).serve(); close(done) }()
+	var out bytes.Buffer
+	read := make(chan struct{})
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := client.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				close(read)
+				return
+			}
+		}
+	}()
+	client.Write(in)
+	<-done
+	client.Close()
+	<-read
+	if !bytes.Contains(out.Bytes(), []byte("amq.direct")) && !bytes.Contains(out.Bytes(), amqp091.AppendMethodFrame(nil, 0, &amqp091.ConnectionOpenOk{})) {
+		t.Fatalf("the replayed pika session did not get past connection.open: %q", out.Bytes())
+	}
+}
