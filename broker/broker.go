@@ -55,7 +55,8 @@ type Config struct {
 	Users *auth.Store
 	// Tap, when set, receives every connection's bytes exactly as read
 	// from and written to its socket, one flow per connection. It is fed
-	// through a bounded buffer (TapBuffer bytes, 0: DefaultTapBuffer): a
+	// through a bounded buffer (TapBuffer bytes, 0:
+	// capture.DefaultDecoupledBuffer, a capture.Decoupled): a
 	// slow tap loses bytes, reported to it as gaps, and never delays a
 	// client.
 	Tap       *capture.Serial
@@ -74,7 +75,7 @@ type Config struct {
 type Broker struct {
 	cfg        Config
 	users      *auth.Store
-	tap        *tap
+	tap        *capture.Decoupled
 	frameMax   uint32
 	channelMax uint16
 	heartbeat  uint16
@@ -150,7 +151,7 @@ func New(cfg Config) (*Broker, error) {
 	b.node = "wiretap@" + host
 	b.mem.init(cfg.MemoryHighWatermark)
 	if cfg.Tap != nil {
-		b.tap = newTap(cfg.Tap, cfg.TapBuffer)
+		b.tap = capture.NewDecoupled(cfg.Tap, cfg.TapBuffer)
 	}
 	for _, v := range b.users.VHosts() {
 		b.addVHost(v.Name)
@@ -285,6 +286,6 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 // Serve has returned.
 func (b *Broker) Close() {
 	if b.tap != nil {
-		b.tap.shutdown()
+		b.tap.Shutdown()
 	}
 }

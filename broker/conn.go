@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
@@ -44,7 +45,7 @@ type conn struct {
 	peer  netip.AddrPort
 	local netip.AddrPort
 	tls   *tls.ConnectionState
-	flow  *tapFlow
+	flow  *capture.DecoupledFlow
 	since time.Time
 
 	fr *amqp091.FrameReader
@@ -101,7 +102,7 @@ func (r tapReader) Read(p []byte) (int, error) {
 		c.recvOct.Add(uint64(n))
 		c.recvCnt.Add(1)
 		if c.flow != nil {
-			c.b.tap.data(c.flow, true, p[:n])
+			c.b.tap.Data(c.flow, true, p[:n])
 		}
 	}
 	return n, err
@@ -159,8 +160,8 @@ func (c *conn) logf(parts ...string) {
 func (c *conn) serve() {
 	defer c.nc.Close()
 	if c.b.tap != nil {
-		c.flow = c.b.tap.flow(c)
-		defer c.b.tap.close(c.flow)
+		c.flow = c.b.tap.NewFlow(c.peer, c.local, c.since)
+		defer c.b.tap.Close(c.flow)
 	}
 	go c.writer()
 	err := c.run()
@@ -420,7 +421,7 @@ func (c *conn) writer() {
 		c.wmu.Unlock()
 		if len(buf) > 0 {
 			if c.flow != nil {
-				c.b.tap.data(c.flow, false, buf)
+				c.b.tap.Data(c.flow, false, buf)
 			}
 			c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 			_, err := c.nc.Write(buf)

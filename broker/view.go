@@ -93,7 +93,7 @@ func (b *Broker) Connections() []state.Connection {
 			sc.VHost = c.vh.name
 		}
 		if c.flow != nil {
-			sc.Flow = c.flow.f.ID
+			sc.Flow = c.flow.Flow().ID
 		}
 		out = append(out, sc)
 	}

@@ -3,6 +3,7 @@ package capture
 import (
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +14,7 @@ import (
 type Serial struct {
 	mu     sync.Mutex
 	h      Handler
-	nextID int
+	nextID atomic.Int64 // apart from mu: numbering never waits for a handler
 }
 
 // NewSerial returns a Serial feeding h.
@@ -23,10 +24,7 @@ func NewSerial(h Handler) *Serial { return &Serial{h: h} }
 // at t. The Flow has SYN set: a source that accepted the connection knows
 // its client.
 func (s *Serial) NewFlow(a, b netip.AddrPort, t time.Time) *Flow {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nextID++
-	return &Flow{ID: s.nextID, A: a, B: b, SYN: true, First: t}
+	return &Flow{ID: int(s.nextID.Add(1)), A: a, B: b, SYN: true, First: t}
 }
 
 // Data implements [Handler].

@@ -43,6 +43,10 @@ type Proxy struct {
 	// UpstreamTLS, when set, is the configuration for tls:// upstreams
 	// (for a private CA or a client certificate).
 	UpstreamTLS *tls.Config
+	// DecodeBuffer bounds the bytes waiting for the handler (0:
+	// capture.DefaultDecoupledBuffer); past it the handler is given gaps
+	// and the traffic goes on unchanged.
+	DecodeBuffer int
 	// Serial, when set, numbers the flows and serialises the calls instead
 	// of a Serial of the proxy's own (and Handler is then unused): share one
 	// with other sources (more proxies, the broker) that feed the same
@@ -50,6 +54,9 @@ type Proxy struct {
 	Serial *capture.Serial
 
 	serial *capture.Serial // Serial, or the proxy's own
+	// dec feeds serial from a goroutine of its own: forwarding never
+	// waits for decoding (a decoder behind loses bytes, as gaps).
+	dec *capture.Decoupled
 }
 
 // Serve runs a proxy from listen to upstream until ctx is done; tlsCert and
@@ -117,6 +124,8 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 	if p.serial == nil {
 		p.serial = capture.NewSerial(p.Handler)
 	}
+	p.dec = capture.NewDecoupled(p.serial, p.DecodeBuffer)
+	defer p.dec.Shutdown()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -211,23 +220,24 @@ func (p *Proxy) handle(ctx context.Context, r Route, client net.Conn, track func
 	}
 	defer track(up, false)
 
-	f := p.serial.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
+	f := p.dec.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pipe(f, true, client, up) })
 	p.pipe(f, false, up, client)
 	wg.Wait()
-	p.serial.Close(f, time.Now())
+	p.dec.Close(f)
 }
 
-// pipe copies src to dst, feeding each read to the handler before writing
-// it on, so the handler sees bytes in the order they pass. At the end of
+// pipe copies src to dst, handing each read to the decoupled handler
+// before writing it on, so the handler sees bytes in the order they pass
+// without the copy waiting for it. At the end of
 // src it half-closes dst; on an error it closes both.
-func (p *Proxy) pipe(f *capture.Flow, fromA bool, src, dst net.Conn) {
+func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			p.serial.Data(f, fromA, buf[:n], time.Now())
+			p.dec.Data(f, fromA, buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				src.Close()
 				dst.Close()

@@ -341,3 +341,79 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), pool
 }
+
+// stuckHandler holds every call until released: a decoder as slow as can
+// be.
+type stuckHandler struct {
+	release chan struct{}
+	mu      sync.Mutex
+	seen    [2]int // bytes per direction, data and gaps together
+	gaps    int
+}
+
+func (h *stuckHandler) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
+	<-h.release
+	h.mu.Lock()
+	h.seen[side(fromA)] += len(data)
+	h.mu.Unlock()
+}
+
+func (h *stuckHandler) Gap(f *capture.Flow, fromA bool, n int, t time.Time) {
+	<-h.release
+	h.mu.Lock()
+	h.seen[side(fromA)] += n
+	h.gaps++
+	h.mu.Unlock()
+}
+
+func (h *stuckHandler) Close(*capture.Flow, time.Time) {}
+
+func side(fromA bool) int {
+	if fromA {
+		return 0
+	}
+	return 1
+}
+
+// TestForwardingNeverWaitsForDecoding: with a handler that does not
+// return, clients still talk through the proxy; the handler, released,
+// is given every byte, as data or as gaps.
+func TestForwardingNeverWaitsForDecoding(t *testing.T) {
+	up := listen(t)
+	defer up.Close()
+	go echoUpper(t, up)
+	h := &stuckHandler{release: make(chan struct{})}
+	ln := listen(t)
+	p := &proxy.Proxy{Routes: []proxy.Route{{Listen: ln.Addr().String(), Upstream: up.Addr().String()}},
+		Handler: h, DecodeBuffer: 16 << 10}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.ServeListeners(ctx, []net.Listener{ln}) }()
+	msg := strings.Repeat("wiretap ", 128) // 1 KiB
+	var msgs []string
+	for range 200 {
+		msgs = append(msgs, msg)
+	}
+	for range 3 { // several clients, one after another, all served
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails, it is not a speed limit
+		if got := talk(t, c, msgs...); got != strings.ToUpper(strings.Join(msgs, "")) {
+			t.Fatalf("client got %d bytes back, want %d", len(got), 200*len(msg))
+		}
+	}
+	close(h.release)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := 3 * 200 * len(msg)
+	if h.seen[0] != want || h.seen[1] != want {
+		t.Fatalf("handler saw %v bytes (data and gaps), want %d each way", h.seen, want)
+	}
+	if h.gaps == 0 {
+		t.Fatal("the stuck handler was given no gap: the buffer was not bounded")
+	}
+}
