@@ -188,6 +188,19 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		write := m.opt.ExportPcapng
 		m.setStatus("saving "+c.Arg+"…", false)
 		return exportCmd(c.Arg, m.exportUnits(true), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+	case "definitions":
+		if m.opt.ExportDefinitions == nil {
+			m.setStatus("definitions: this source is not the broker", true)
+			return nil
+		}
+		verb, path, _ := strings.Cut(strings.TrimSpace(c.Arg), " ")
+		path = strings.TrimSpace(path)
+		if verb != "export" || path == "" {
+			m.setStatus("definitions: want :definitions export FILE.json", true)
+			return nil
+		}
+		m.setStatus("writing definitions to "+path+"…", false)
+		return definitionsCmd(path, m.opt.ExportDefinitions)
 	case "export":
 		if c.Arg == "" {
 			m.setStatus("export: want a file name (:export FILE.json)", true)

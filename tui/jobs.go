@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -37,6 +38,7 @@ type (
 	exportDoneMsg struct {
 		path string
 		n    int
+		what string // written instead of units ("definitions"), if set
 		err  error
 	}
 )
@@ -388,5 +390,24 @@ func (m *Model) exportDone(msg exportDoneMsg) {
 		m.setStatus("export "+msg.path+": "+msg.err.Error(), true)
 		return
 	}
+	if msg.what != "" {
+		m.setStatus("wrote "+msg.what+" to "+msg.path, false)
+		return
+	}
 	m.setStatus("wrote "+strconv.Itoa(msg.n)+" units to "+msg.path, false)
+}
+
+// definitionsCmd writes the broker's definitions to path.
+func definitionsCmd(path string, write func(w io.Writer) error) tea.Cmd {
+	return func() tea.Msg {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return exportDoneMsg{path: path, err: err}
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return exportDoneMsg{path: path, what: "the broker's definitions", err: err}
+	}
 }

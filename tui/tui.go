@@ -42,6 +42,10 @@ type Options struct {
 	// ExportJSON writes units as JSON lines; nil means the INTERFACES.md
 	// schema through decode/output.
 	ExportJSON func(w io.Writer, units []*decode.Unit) error
+	// ExportDefinitions, for the embedded broker, writes its topology as
+	// RabbitMQ definitions JSON (:definitions export FILE); nil for other
+	// sources.
+	ExportDefinitions func(w io.Writer) error
 	// ShowSecrets is shown in the title: the source was decoded without
 	// redaction.
 	ShowSecrets bool

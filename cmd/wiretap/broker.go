@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/wiretap-dev/wiretap/broker/auth"
 	"github.com/wiretap-dev/wiretap/broker/mgmt"
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/tui"
 )
 
 func init() { extraCommands = append(extraCommands, newBrokerCmd) }
@@ -208,6 +211,7 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 	}
 	// Errors and notes the TUI would hide go to stderr once it has ended.
 	var notes []string
+	var running atomic.Pointer[broker.Broker]
 	src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 		c := cfg
 		c.Tap = capture.NewSerial(h)
@@ -219,6 +223,7 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			ln.Close()
 			return err
 		}
+		running.Store(b)
 		if defs != nil {
 			warns, err := b.LoadDefinitions(defs)
 			if err != nil {
@@ -256,7 +261,20 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			fmt.Fprintln(os.Stderr, n)
 		}
 	}()
-	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src)
+	exportDefs := func(o *tui.Options) {
+		o.ExportDefinitions = func(w io.Writer) error {
+			b := running.Load()
+			if b == nil {
+				return errors.New("the broker has not started")
+			}
+			data, err := b.ExportDefinitions("")
+			if err == nil {
+				_, err = w.Write(data)
+			}
+			return err
+		}
+	}
+	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }

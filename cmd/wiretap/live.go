@@ -14,6 +14,7 @@ import (
 	"github.com/wiretap-dev/wiretap/capture/pcapng"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/pipeline"
+	"github.com/wiretap-dev/wiretap/tui"
 )
 
 // liveFlush is how often a headless live run writes what it printed.
@@ -26,7 +27,7 @@ type liveSource func(ctx context.Context, h capture.Handler, tap func(*capture.P
 // liveRun runs src into a pipeline, headless or under the TUI. writeTo names
 // a pcapng file to record to: packets as captured when the source has
 // them (synthesised=false), else TCP packets synthesised from the streams.
-func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised bool, src liveSource) error {
+func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised bool, src liveSource, tuiOpts ...func(*tui.Options)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -111,5 +112,5 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 	}
 	return runTUI(ctx, f, title, true, decodeAs, func(ctx context.Context, h capture.Handler) error {
 		return src(ctx, capture.NewSerial(capture.MultiHandler(append([]capture.Handler{h}, handlers...)...)), tap)
-	}, nil)
+	}, nil, tuiOpts...)
 }

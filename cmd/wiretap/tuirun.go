@@ -75,7 +75,7 @@ func (b *batcher) close() {
 // runTUI runs src into a pipeline whose units feed the TUI. progress, when
 // set, reports how much of a file has been read.
 func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decodeAs map[uint16]decode.Proto,
-	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64)) error {
+	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64), more ...func(*tui.Options)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The TUI keeps every unit: the heap is nearly all live data, and the
@@ -95,7 +95,7 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 			errs <- err
 		}
 	}()
-	return tui.Run(ctx, tui.Options{
+	opt := tui.Options{
 		Title:        title,
 		Live:         live,
 		Units:        b.out,
@@ -103,7 +103,11 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 		Err:          errs,
 		ExportPcapng: exportPcapng,
 		ShowSecrets:  f.showSecrets,
-	})
+	}
+	for _, set := range more {
+		set(&opt)
+	}
+	return tui.Run(ctx, opt)
 }
 
 // exportPcapng writes units as a capture of synthesised TCP packets: the

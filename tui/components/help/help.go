@@ -20,6 +20,7 @@ var Commands = [][2]string{
 	{":conn N", "show connection N only (0: all)"},
 	{":save FILE.pcapng", "save the shown units (or the connection) as pcapng"},
 	{":export FILE.json", "export the shown units as JSON lines"},
+	{":definitions export FILE", "broker: write its definitions (RabbitMQ's JSON)"},
 	{":follow", "follow new units"},
 	{":stats", "statistics view"},
 	{":q", "quit"},
