@@ -32,8 +32,9 @@ type Config struct {
 	// ExchangeType (-t): direct, fanout, topic or headers. Default direct.
 	ExchangeType string
 	// Exchange and Queue name the topology the run declares. Defaults
-	// "wiretap.bench" and "wiretap.bench.<random>"; the queue is deleted at
-	// the end.
+	// "wiretap.bench-<type>" (so runs of different exchange types never
+	// collide on one name) and "wiretap.bench.<random>"; the queue is
+	// deleted at the end.
 	Exchange, Queue string
 	// AutoAck (-a): consumers do not acknowledge.
 	AutoAck bool
@@ -86,7 +87,7 @@ func (c *Config) setDefaults() error {
 		return errors.New("loadgen: prefetch and confirm batch cannot be negative")
 	}
 	if c.Exchange == "" {
-		c.Exchange = "wiretap.bench"
+		c.Exchange = "wiretap.bench-" + c.ExchangeType
 	}
 	if c.Queue == "" {
 		c.Queue = "wiretap.bench." + strconv.FormatUint(rand.Uint64()&0xffffff, 16)
