@@ -1,7 +1,10 @@
 package broker
 
 import (
+	"encoding/base64"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/broker/state"
@@ -244,26 +247,25 @@ func (b *Broker) Bindings() []state.Binding {
 	return out
 }
 
-// propertiesKey is the management API's name for a binding: the routing
-// key, and a hash of the arguments when there are any.
+// propertiesKey is the management API's name for a binding, built as
+// RabbitMQ's pack_binding_props builds it: the routing key quoted as in a
+// URL query ("~" too), and "~" and a hash of the arguments when there are
+// any ("~" alone for an empty key without arguments). RabbitMQ's hash is
+// Erlang's phash2, which is not reproduced: the hash here is another, and
+// only tells bindings apart.
 func propertiesKey(key string, args amqp091.Table) string {
+	q := strings.ReplaceAll(url.QueryEscape(key), "~", "%7E")
 	if len(args) == 0 {
-		if key == "" {
+		if q == "" {
 			return "~"
 		}
-		return key
+		return q
 	}
 	var h uint32 = 2166136261
 	for _, c := range args {
 		h = (h ^ uint32(c)) * 16777619
 	}
-	const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-	var s []byte
-	for h > 0 {
-		s = append(s, digits[h%36])
-		h /= 36
-	}
-	return key + "~" + string(s)
+	return q + "~" + base64.RawURLEncoding.EncodeToString([]byte{byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)})
 }
 
 // Users implements state.Source.
