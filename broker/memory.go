@@ -30,7 +30,7 @@ const memoryFraction = 0.4
 func (m *memory) init(limit int64) {
 	m.cond = sync.NewCond(&m.mu)
 	if limit == 0 {
-		limit = int64(float64(physicalMemory()) * memoryFraction)
+		limit = int64(float64(PhysicalMemory()) * memoryFraction)
 	}
 	m.limit = limit
 }
@@ -88,9 +88,10 @@ func (m *memory) wake() {
 	m.mu.Unlock()
 }
 
-// physicalMemory reads MemTotal from /proc/meminfo (Linux), else assumes
+// PhysicalMemory is the machine's memory, which RabbitMQ's relative
+// watermark is a fraction of: MemTotal from /proc/meminfo (Linux), else
 // 4 GiB.
-func physicalMemory() int64 {
+func PhysicalMemory() int64 {
 	b, err := os.ReadFile("/proc/meminfo")
 	if err == nil {
 		for _, line := range strings.Split(string(b), "\n") {

@@ -46,6 +46,8 @@ type brokerFlags struct {
 	tlsCA          string
 	definitions    string
 	exportDefs     string
+	configFile     string
+	fileUsers      *auth.Store // from --config
 }
 
 func (bf *brokerFlags) register(cmd *cobra.Command) {
@@ -64,6 +66,7 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&bf.tlsCert, "tls-cert", "", "PEM certificate for --tls-listen")
 	fs.StringVar(&bf.tlsKey, "tls-key", "", "PEM key for --tls-cert")
 	fs.StringVar(&bf.tlsCA, "tls-ca", "", "PEM CA bundle: ask TLS clients for certificates signed by it and offer EXTERNAL")
+	fs.StringVar(&bf.configFile, "config", "", "RabbitMQ-style configuration `FILE` (rabbitmq.conf keys: listeners, limits, default user and vhost); flags win")
 	fs.StringVar(&bf.definitions, "definitions", "", "load RabbitMQ definitions JSON (rabbitmqctl export_definitions) at start")
 	fs.StringVar(&bf.exportDefs, "export-definitions", "", "write the broker's definitions JSON to `FILE` when it stops")
 }
@@ -100,8 +103,12 @@ func (bf *brokerFlags) config() (broker.Config, error) {
 			cfg.TLS.ClientAuth = tls.VerifyClientCertIfGiven
 		}
 	}
+	cfg.Users = bf.fileUsers
 	if len(bf.users) > 0 {
-		st := brokerDefaultUsers()
+		st := bf.fileUsers
+		if st == nil {
+			st = brokerDefaultUsers()
+		}
 		for _, u := range bf.users {
 			name, pass, ok := strings.Cut(u, ":")
 			if !ok || name == "" {
@@ -148,6 +155,19 @@ func newBrokerCmd() *cobra.Command {
   wiretap broker --headless -w session.pcapng`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if bf.configFile != "" {
+				bc, err := parseBrokerConfig(bf.configFile)
+				if err != nil {
+					return err
+				}
+				if err := bc.apply(cmd.Flags()); err != nil {
+					return err
+				}
+				bf.fileUsers = bc.users
+				for _, n := range bc.notes {
+					fmt.Fprintln(os.Stderr, n)
+				}
+			}
 			return runBroker(&f, &bf, headless, writeTo)
 		},
 	}
