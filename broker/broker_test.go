@@ -20,6 +20,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/wiretap-dev/wiretap/broker/auth"
+
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -443,5 +445,64 @@ func TestAMQPS(t *testing.T) {
 	}
 	if strings.Contains(string(b.startTLS.Mechanisms), "EXTERNAL") {
 		t.Fatalf("EXTERNAL offered without client certificates: %q", b.startTLS.Mechanisms)
+	}
+}
+
+// TestExternalOverTLS: a client certificate signed by the CA the broker
+// trusts logs in with EXTERNAL as the user its common name names.
+func TestExternalOverTLS(t *testing.T) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(10), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	clientKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	clientTmpl := &x509.Certificate{SerialNumber: big.NewInt(11), Subject: pkix.Name{CommonName: "extuser"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	users := auth.NewDefaultStore()
+	users.SetCertLoginFrom(auth.CommonName)
+	users.PutUser("extuser", "unused", nil)
+	if err := users.SetPermissions("extuser", "/", ".*", ".*", ".*"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
+	b, err := New(Config{TLS: cfg, Users: users})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b.startTLS.Mechanisms), "EXTERNAL") || strings.Contains(string(b.start.Mechanisms), "EXTERNAL") {
+		t.Fatalf("mechanisms: plain %q, TLS %q", b.start.Mechanisms, b.startTLS.Mechanisms)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { b.Serve(ctx, tls.NewListener(l, cfg)); close(done) }()
+	defer func() { cancel(); <-done; b.Close() }()
+	c, err := amqp.DialConfig("amqps://"+l.Addr().String()+"/", amqp.Config{
+		SASL: []amqp.Authentication{&amqp.ExternalAuth{}},
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
+			Certificates: []tls.Certificate{{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	conns := b.Connections()
+	if len(conns) != 1 || conns[0].User != "extuser" || conns[0].AuthMechanism != "EXTERNAL" {
+		t.Fatalf("connections %+v: want extuser by EXTERNAL", conns)
 	}
 }
