@@ -359,3 +359,67 @@ func TestFuzzSeedsReachTheBroker(t *testing.T) {
 		t.Fatalf("the replayed pika session did not get past connection.open: %q", out.Bytes())
 	}
 }
+
+// TestMemoryWatermarkBlocksPublishers: above the watermark a publishing
+// connection gets connection.blocked and is not read; consumers draining
+// the queue unblock it.
+func TestMemoryWatermarkBlocksPublishers(t *testing.T) {
+	b, url := startBroker(t, Config{MemoryHighWatermark: 1 << 20})
+	pub, pch := dial(t, url)
+	blocked := pub.NotifyBlocked(make(chan amqp.Blocking, 4))
+	if _, err := pch.QueueDeclare("wm", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("m"), 64<<10)
+	published := make(chan int, 1)
+	go func() {
+		n := 0
+		for ; n < 64; n++ { // 4 MiB, four times the watermark
+			if pch.Publish("", "wm", false, false, amqp.Publishing{Body: body}) != nil {
+				break
+			}
+		}
+		published <- n
+	}()
+	select {
+	case bl := <-blocked:
+		if !bl.Active || bl.Reason != "low on memory" {
+			t.Fatalf("blocking %+v", bl)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection.blocked above the watermark")
+	}
+	if !b.Overview().Blocked {
+		t.Fatal("the overview does not say publishers are blocked")
+	}
+	if used := b.Overview().MemoryUsed; used > 2<<20 {
+		t.Fatalf("%d bytes held while blocked; the watermark is 1 MiB", used)
+	}
+	// Drain: the publisher is unblocked and finishes.
+	_, cch := dial(t, url)
+	msgs, err := cch.Consume("wm", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	deadline := time.After(20 * time.Second)
+	for got < 64 {
+		select {
+		case <-msgs:
+			got++
+		case <-deadline:
+			t.Fatalf("consumed %d of 64", got)
+		}
+	}
+	if n := <-published; n != 64 {
+		t.Fatalf("published %d of 64", n)
+	}
+	select {
+	case bl := <-blocked:
+		if bl.Active {
+			t.Fatalf("second notification %+v, want unblocked", bl)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connection.unblocked")
+	}
+}
