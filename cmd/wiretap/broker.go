@@ -232,11 +232,21 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 	// Errors and notes the TUI would hide go to stderr once it has ended.
 	var notes []string
 	var running atomic.Pointer[broker.Broker]
+	logs := make(chan error, 64)
 	src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 		c := cfg
 		c.Tap = capture.NewSerial(h)
 		if headless {
 			c.Log = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
+		} else {
+			// The TUI's status line shows what the broker logs; a burst
+			// it cannot show is not waited for.
+			c.Log = func(msg string) {
+				select {
+				case logs <- errors.New(msg):
+				default:
+				}
+			}
 		}
 		b, err := broker.New(c)
 		if err != nil {
@@ -281,6 +291,9 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			fmt.Fprintln(os.Stderr, n)
 		}
 	}()
+	brokerLog := func(o *tui.Options) {
+		o.Err = mergeErrs(o.Err, logs)
+	}
 	exportDefs := func(o *tui.Options) {
 		o.ExportDefinitions = func(w io.Writer) error {
 			b := running.Load()
@@ -294,7 +307,7 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			return err
 		}
 	}
-	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs)
+	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs, brokerLog)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }
@@ -309,4 +322,25 @@ func (d mgmtDefinitions) ExportDefinitions(vhost string) ([]byte, error) {
 func (d mgmtDefinitions) ImportDefinitions(data []byte) error {
 	_, err := d.b.LoadDefinitions(data)
 	return err
+}
+
+// mergeErrs passes on what a and b deliver; it closes when a does (the
+// source's end).
+func mergeErrs(a <-chan error, b <-chan error) <-chan error {
+	out := make(chan error, 16)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case err, ok := <-a:
+				if !ok {
+					return
+				}
+				out <- err
+			case err := <-b:
+				out <- err
+			}
+		}
+	}()
+	return out
 }
