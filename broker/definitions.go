@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/wiretap-dev/wiretap/broker/definitions"
+	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
@@ -74,8 +75,24 @@ func (b *Broker) ImportDefinitions(d *definitions.Definitions) (warnings []strin
 		if err != nil {
 			return warnings, errors.New("broker: definitions: queue '" + q.Name + "': " + err.Error())
 		}
-		if q.Type != "" && q.Type != "classic" {
-			warnings = append(warnings, "queue '"+q.Name+"' is of type "+q.Type+": declared as a classic queue")
+		qtype := q.Type
+		if v, ok := q.Arguments["x-queue-type"].(string); ok {
+			qtype = v
+		}
+		if qtype != "" && qtype != "classic" {
+			// The broker has classic queues only: the queue is declared
+			// as one, without the arguments a classic queue refuses.
+			warnings = append(warnings, "queue '"+q.Name+"' is a "+qtype+" queue: declared as a classic queue")
+			args = withoutArg(args, "x-queue-type")
+			for range 16 {
+				_, _, aerr := queue.ParseArgs(args)
+				ae, ok := aerr.(*queue.ArgError)
+				if !ok {
+					break
+				}
+				warnings = append(warnings, "queue '"+q.Name+"': argument "+ae.Arg+" dropped (not a classic queue's)")
+				args = withoutArg(args, ae.Arg)
+			}
 		}
 		if _, _, _, e := v.declareQueue(b.adminConn(v), &amqp091.QueueDeclare{Queue: []byte(q.Name),
 			Durable: q.Durable, AutoDelete: q.AutoDelete, Arguments: args}); e != nil {
@@ -189,4 +206,16 @@ func (b *Broker) LoadDefinitions(data []byte) ([]string, error) {
 		return nil, err
 	}
 	return b.ImportDefinitions(d)
+}
+
+// withoutArg returns t without the entries named key.
+func withoutArg(t amqp091.Table, key string) amqp091.Table {
+	var out amqp091.Table
+	it := t.Iter()
+	for it.Next() {
+		if string(it.Key()) != key {
+			out = out.Append(string(it.Key()), it.Value())
+		}
+	}
+	return out
 }
