@@ -174,3 +174,26 @@ type Source interface {
 	// DELETE /api/connections/NAME does; false when there is none.
 	CloseConnection(name, reason string) bool
 }
+
+// Route is a route explained: how a publish to Exchange with RoutingKey
+// (and Headers) would be routed against the live topology, as route
+// explain shows it.
+type Route struct {
+	VHost, Exchange, RoutingKey string
+	// Lines say, exchange by exchange, which bindings matched and why,
+	// which did not, and which alternate exchanges and
+	// exchange-to-exchange bindings were followed.
+	Lines []string
+	// Queues are the queues it would reach, in routing order.
+	Queues []string
+	// Unroutable says it would reach no queue: a mandatory publish would
+	// be returned (312 NO_ROUTE).
+	Unroutable bool
+}
+
+// RouteExplainer explains routes; the embedded broker is one.
+type RouteExplainer interface {
+	// ExplainRoute explains a publish; headers are a headers exchange's
+	// message headers as JSON-like values (strings, numbers, booleans).
+	ExplainRoute(vhost, exchange, routingKey string, headers map[string]any) (Route, error)
+}
