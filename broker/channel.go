@@ -825,7 +825,7 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 	}
 	q.mu.Lock()
 	q.touch()
-	e2, ok, exp := q.store.Pop(nowMillis(), q.scratch[:0])
+	e2, ok, exp := q.store.Pop(q.now(), q.scratch[:0])
 	q.collect(exp, queue.Expired)
 	q.scratch = exp[:0]
 	if !ok {
