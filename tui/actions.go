@@ -174,6 +174,10 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		m.setFollow(true)
 	case "stats":
 		return m.openStats()
+	case "broker":
+		return m.openBroker()
+	case "route":
+		return m.route(c.Arg)
 	case "help":
 		m.screen = screenHelp
 	case "save":

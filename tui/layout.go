@@ -32,6 +32,7 @@ func (m *Model) layout() {
 	m.cmd.SetSize(m.w, 1)
 	m.help.SetSize(m.w-2, m.bodyHeight()-2)
 	m.stats.SetSize(m.w-2, m.bodyHeight()-2)
+	m.panel.SetSize(m.w-2, m.bodyHeight()-2)
 	m.rects = [numPanes]rect{}
 	m.laidConns = len(m.st.Conns())
 	top, bodyH, w := 1, m.bodyHeight(), m.w
@@ -181,6 +182,8 @@ func (m *Model) body() string {
 		return m.frame("Help: every key (esc closes)", m.help.View(), m.w, bodyH, true)
 	case screenStats:
 		return m.frame("Statistics (esc closes)", m.stats.View(), m.w, bodyH, true)
+	case screenBroker:
+		return m.frame("Broker: "+m.panel.Section().String()+" (esc closes)", m.panel.View(), m.w, bodyH, true)
 	}
 	if m.maxed {
 		return m.pane(m.focus, m.w, bodyH)
@@ -284,7 +287,13 @@ func (m *Model) bottom() string {
 		return st.Render(fitLine(" "+m.status, m.w))
 	}
 	hints := " ? help  / filter  s search  : command  tab pane  z maximise  a answer  m mark  S stats  q quit"
-	if m.screen != screenMain {
+	if m.opt.Broker != nil {
+		hints = " ? help  / filter  s search  : command  tab pane  z maximise  a answer  b broker  S stats  q quit"
+	}
+	switch m.screen {
+	case screenBroker:
+		hints = " 1-9 0 section  tab next  j/k select  enter show its units  : route EXCHANGE KEY  esc back"
+	case screenStats, screenHelp:
 		hints = " esc back  j/k scroll  q back"
 	}
 	return m.sty.Dim.Render(fitLine(hints, m.w))

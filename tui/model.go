@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/tui/components/brokerpanel"
 	"github.com/wiretap-dev/wiretap/tui/components/cmdline"
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
 	"github.com/wiretap-dev/wiretap/tui/components/detail"
@@ -41,6 +42,7 @@ const (
 	screenMain screen = iota
 	screenStats
 	screenHelp
+	screenBroker
 )
 
 // Model is the root model: it owns the store and the components and
@@ -58,6 +60,7 @@ type Model struct {
 	hex    hexview.Model
 	stats  stats.Model
 	help   help.Model
+	panel  brokerpanel.Model
 	bar    filterbar.Model
 	cmd    cmdline.Model
 
@@ -84,8 +87,10 @@ type Model struct {
 	prefix  string // "m" or "'" awaiting a letter
 	count   int    // numeric prefix (vim's count)
 	ticking bool
-	driven  bool   // tests deliver units and skip timers
-	pace    *pacer // nil: every View renders (tests driving the model)
+	// panelTicking: a broker panel refresh is scheduled.
+	panelTicking bool
+	driven       bool   // tests deliver units and skip timers
+	pace         *pacer // nil: every View renders (tests driving the model)
 }
 
 // New builds the model; Init starts reading opt.Units.
@@ -109,6 +114,7 @@ func New(opt Options) Model {
 		hex:     hexview.New(km, sty),
 		stats:   stats.New(km, sty),
 		help:    help.New(km, sty),
+		panel:   brokerpanel.New(km, sty),
 		bar:     filterbar.New(lang, km, sty),
 		cmd:     cmdline.New(sty),
 		focus:   PaneUnits,
@@ -153,6 +159,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.findDone(msg)
 	case exportDoneMsg:
 		m.exportDone(msg)
+	case brokerSnapMsg:
+		cmd = m.brokerRefreshed(msg)
+	case brokerpanel.JumpMsg:
+		cmd = m.brokerJump(msg)
+	case routeMsg:
+		m.panel.SetRoute(msg.query, msg.route, msg.err)
 	case statsMsg:
 		m.stats.SetStats(msg.st, msg.conns)
 		m.stats.SetNotes(msg.notes, m.done)
@@ -258,10 +270,14 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(k, km.Quit) && k.String() == "ctrl+c":
 			return tea.Quit
 		case key.Matches(k, km.Cancel, km.Quit), m.screen == screenHelp && key.Matches(k, km.Help),
-			m.screen == screenStats && key.Matches(k, km.Stats):
+			m.screen == screenStats && key.Matches(k, km.Stats), m.screen == screenBroker && key.Matches(k, km.Broker):
 			m.screen = screenMain
+		case m.screen == screenBroker && key.Matches(k, km.Command):
+			m.cmd.Open("")
 		case m.screen == screenHelp:
 			m.help, cmd = m.help.Update(k)
+		case m.screen == screenBroker:
+			m.panel, cmd = m.panel.Update(k)
 		default:
 			m.stats, cmd = m.stats.Update(k)
 		}
@@ -284,6 +300,8 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.screen = screenHelp
 	case key.Matches(k, km.Stats):
 		return m.openStats()
+	case key.Matches(k, km.Broker):
+		return m.openBroker()
 	case key.Matches(k, km.NextPane):
 		m.focusPane((m.focus + 1) % numPanes)
 	case key.Matches(k, km.PrevPane):
@@ -419,6 +437,12 @@ func (m *Model) mouse(msg tea.MouseMsg) tea.Cmd {
 	}
 	if m.screen == screenStats {
 		m.stats, _ = m.stats.Update(msg)
+		return nil
+	}
+	if m.screen == screenBroker {
+		if w, ok := msg.(tea.MouseWheelMsg); ok {
+			m.panel, _ = m.panel.Update(w)
+		}
 		return nil
 	}
 	mo := msg.Mouse()

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/filter"
 	"github.com/wiretap-dev/wiretap/decode/output"
@@ -46,6 +47,12 @@ type Options struct {
 	// RabbitMQ definitions JSON (:definitions export FILE); nil for other
 	// sources.
 	ExportDefinitions func(w io.Writer) error
+	// Broker, for the embedded broker, is what its panel (b, :broker)
+	// shows; nil for other sources.
+	Broker state.Source
+	// Routes explains :route against the live topology; nil for other
+	// sources.
+	Routes state.RouteExplainer
 	// ShowSecrets is shown in the title: the source was decoded without
 	// redaction.
 	ShowSecrets bool

@@ -13,6 +13,9 @@ type KeyMap struct {
 	Follow, Pause, Answer, Request, Back, Mark, GotoMark         key.Binding
 	Stats, SavePcapng, ExportJSON                                key.Binding
 
+	// Broker panel (the embedded broker's sources only).
+	Broker, BrokerNext, BrokerPrev, BrokerSection, BrokerJump key.Binding
+
 	// Prompt (filter bar, command line) editing.
 	Accept, Cancel, Complete key.Binding
 }
@@ -68,6 +71,12 @@ func DefaultKeyMap() *KeyMap {
 		SavePcapng: b("w", "save units to pcapng (:save)", "w"),
 		ExportJSON: b("x", "export units to JSON (:export)", "x"),
 
+		Broker:        b("b", "broker panel (b again or esc: back)", "b"),
+		BrokerNext:    b("tab", "broker panel: next section", "tab"),
+		BrokerPrev:    b("shift+tab", "broker panel: previous section", "shift+tab"),
+		BrokerSection: b("1-9 0", "broker panel: section (0: route explain)", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0"),
+		BrokerJump:    b("enter", "broker panel: show the units of a connection, queue or exchange", "enter"),
+
 		Accept:   b("enter", "apply", "enter"),
 		Cancel:   b("esc", "cancel", "esc"),
 		Complete: b("tab", "complete field name", "tab"),
@@ -83,5 +92,6 @@ func (k *KeyMap) Sections() []Section {
 		{"Filter and search", []key.Binding{k.Filter, k.Search, k.SearchNext, k.SearchPrev, k.ClearFilter, k.Complete}},
 		{"Navigation", []key.Binding{k.Follow, k.Pause, k.Answer, k.Request, k.Back, k.Mark, k.GotoMark}},
 		{"Commands and export", []key.Binding{k.Command, k.SavePcapng, k.ExportJSON}},
+		{"Broker panel", []key.Binding{k.Broker, k.BrokerNext, k.BrokerPrev, k.BrokerSection, k.BrokerJump}},
 	}
 }

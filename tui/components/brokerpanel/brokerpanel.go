@@ -352,12 +352,10 @@ func (m Model) View() string {
 	off := m.offset[m.sec]
 	for i := off; i < min(off+lh, len(m.rows)); i++ {
 		l := m.rows[i].text
-		if !m.text {
-			if i == m.cursor[m.sec] {
-				l = sy.Selected.Render(fit("›"+l, m.w))
-			} else {
-				l = " " + l
-			}
+		if !m.text && i == m.cursor[m.sec] {
+			l = sy.Selected.Render(fit("›"+l, m.w))
+		} else {
+			l = " " + l
 		}
 		lines = append(lines, ansi.Truncate(l, m.w, "…"))
 	}

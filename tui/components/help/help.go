@@ -23,6 +23,8 @@ var Commands = [][2]string{
 	{":definitions export FILE", "broker: write its definitions (RabbitMQ's JSON)"},
 	{":follow", "follow new units"},
 	{":stats", "statistics view"},
+	{":broker", "broker panel (also b)"},
+	{":route [-v VHOST] EXCHANGE KEY [H=V ...]", "broker: explain how a publish would be routed"},
 	{":q", "quit"},
 }
 
