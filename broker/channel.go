@@ -743,7 +743,7 @@ func (ch *channel) consume(m *amqp091.BasicConsume) *amqpError {
 	cons := &consumer{tag: tag, tagBytes: []byte(tag), ch: ch, q: q, noAck: m.NoAck, exclusive: m.Exclusive, args: cloneTable(m.Arguments)}
 	if p, ok := m.Arguments.Get("x-priority"); ok {
 		if typeClass(p.Type) != "int" {
-			return errorf(406, "invalid arg 'x-priority' for "+rsQueue(qname, c.vh.name)+": {unacceptable_type,"+typeName(p.Type)+"}")
+			return errorf(406, "invalid arg 'x-priority' for "+rsQueue(qname, c.vh.name)+": {unacceptable_type,"+p.Type.RabbitName()+"}")
 		}
 		cons.priority = int(p.Int())
 	}

@@ -109,7 +109,7 @@ func (v *vhost) declareExchange(c *conn, m *amqp091.ExchangeDeclare) *amqpError 
 	var alternate string
 	if ae, ok := m.Arguments.Get("alternate-exchange"); ok {
 		if ae.Type != amqp091.TypeLongstr {
-			return errorf(406, "invalid arg 'alternate-exchange' for "+rsExchange(name, v.name)+": {unacceptable_type,"+typeName(ae.Type)+"}")
+			return errorf(406, "invalid arg 'alternate-exchange' for "+rsExchange(name, v.name)+": {unacceptable_type,"+ae.Type.RabbitName()+"}")
 		}
 		alternate = string(ae.Bytes())
 	}
@@ -393,49 +393,6 @@ func containsQueue(s []*queueState, q *queueState) bool {
 	return false
 }
 
-// typeName is RabbitMQ's name of a field-table value type.
-func typeName(t amqp091.ValueType) string {
-	switch t {
-	case amqp091.TypeBool:
-		return "bool"
-	case amqp091.TypeInt8:
-		return "byte"
-	case amqp091.TypeUint8:
-		return "unsignedbyte"
-	case amqp091.TypeInt16:
-		return "short"
-	case amqp091.TypeUint16:
-		return "unsignedshort"
-	case amqp091.TypeInt32:
-		return "signedint"
-	case amqp091.TypeUint32:
-		return "unsignedint"
-	case amqp091.TypeInt64:
-		return "long"
-	case amqp091.TypeUint64:
-		return "unsignedlong"
-	case amqp091.TypeFloat:
-		return "float"
-	case amqp091.TypeDouble:
-		return "double"
-	case amqp091.TypeDecimal:
-		return "decimal"
-	case amqp091.TypeLongstr:
-		return "longstr"
-	case amqp091.TypeBytes:
-		return "binary"
-	case amqp091.TypeArray:
-		return "array"
-	case amqp091.TypeTimestamp:
-		return "timestamp"
-	case amqp091.TypeTable:
-		return "table"
-	case amqp091.TypeVoid:
-		return "void"
-	}
-	return "unknown"
-}
-
 // typeClass groups types RabbitMQ treats as one when comparing arguments.
 func typeClass(t amqp091.ValueType) string {
 	switch t {
@@ -445,7 +402,7 @@ func typeClass(t amqp091.ValueType) string {
 	case amqp091.TypeFloat, amqp091.TypeDouble:
 		return "float"
 	}
-	return typeName(t)
+	return t.RabbitName()
 }
 
 // valueText prints a value as Erlang's ~p / ~s would in RabbitMQ's texts.
@@ -465,7 +422,7 @@ func valueText(v amqp091.Value) string {
 	case amqp091.TypeLongstr, amqp091.TypeBytes:
 		return string(v.Bytes())
 	}
-	return typeName(v.Type)
+	return v.Type.RabbitName()
 }
 
 func sameValue(a, b amqp091.Value) bool {
@@ -512,5 +469,5 @@ func argsEquivalent(cur, req amqp091.Table, keys []string, kind, name, vhost str
 }
 
 func typedText(v amqp091.Value) string {
-	return "the value '" + valueText(v) + "' of type '" + typeName(v.Type) + "'"
+	return "the value '" + valueText(v) + "' of type '" + v.Type.RabbitName() + "'"
 }

@@ -164,7 +164,7 @@ func ParseArgs(args amqp091.Table) (Config, Args, error) {
 		return cfg, a, &FormatError{What: "arguments", Err: err}
 	}
 	if v, ok := args.Get("x-dead-letter-exchange"); ok && v.Type != amqp091.TypeLongstr {
-		return cfg, a, &ArgError{Arg: "x-dead-letter-exchange", Form: InvalidType, Type: rabbitType(v.Type)}
+		return cfg, a, &ArgError{Arg: "x-dead-letter-exchange", Form: InvalidType, Type: v.Type.RabbitName()}
 	}
 	if v, ok := args.Get("x-queue-type"); ok {
 		if v.Type != amqp091.TypeLongstr {
@@ -281,7 +281,7 @@ func ParseArgs(args amqp091.Table) (Config, Args, error) {
 }
 
 func unacceptable(arg string, v amqp091.Value) *ArgError {
-	return &ArgError{Arg: arg, reason: tagTerm("unacceptable_type", atomTerm(rabbitType(v.Type)))}
+	return &ArgError{Arg: arg, reason: tagTerm("unacceptable_type", atomTerm(v.Type.RabbitName()))}
 }
 
 // intArg is RabbitMQ's check_int_arg: the integer types its parser
@@ -292,7 +292,7 @@ func intArg(arg string, v amqp091.Value) (int64, error) {
 		amqp091.TypeInt32, amqp091.TypeUint32, amqp091.TypeInt64, amqp091.TypeUint64:
 		return v.Int(), nil
 	}
-	return 0, &ArgError{Arg: arg, reason: stringTerm("expected integer, got " + rabbitType(v.Type))}
+	return 0, &ArgError{Arg: arg, reason: stringTerm("expected integer, got " + v.Type.RabbitName())}
 }
 
 func nonNegArg(arg string, v amqp091.Value) (int64, error) {

@@ -67,7 +67,7 @@ func (m *Message) ParseProperties() error {
 	if p.Flags&amqp091.FlagHeaders != 0 {
 		for _, key := range [...]string{"CC", "BCC"} {
 			if v, ok := p.Headers.Get(key); ok && v.Type != amqp091.TypeArray {
-				return &PublishError{reason: tupleTerm(atomTerm("unacceptable_type_in_header"), stringTerm(key), atomTerm(rabbitType(v.Type)))}
+				return &PublishError{reason: tupleTerm(atomTerm("unacceptable_type_in_header"), stringTerm(key), atomTerm(v.Type.RabbitName()))}
 			}
 		}
 	}
@@ -178,45 +178,3 @@ type FormatError struct {
 
 func (e *FormatError) Error() string { return "queue: " + e.What + ": " + e.Err.Error() }
 func (e *FormatError) Unwrap() error { return e.Err }
-
-// rabbitType names a field-value type as RabbitMQ's table parser does, the
-// name its error reasons print.
-func rabbitType(t amqp091.ValueType) string {
-	switch t {
-	case amqp091.TypeBool:
-		return "bool"
-	case amqp091.TypeInt8:
-		return "byte"
-	case amqp091.TypeUint8:
-		return "unsignedbyte"
-	case amqp091.TypeInt16, amqp091.TypeInt16U:
-		return "short"
-	case amqp091.TypeUint16:
-		return "unsignedshort"
-	case amqp091.TypeInt32:
-		return "signedint"
-	case amqp091.TypeUint32:
-		return "unsignedint"
-	case amqp091.TypeInt64, amqp091.TypeUint64:
-		return "long"
-	case amqp091.TypeFloat:
-		return "float"
-	case amqp091.TypeDouble:
-		return "double"
-	case amqp091.TypeDecimal:
-		return "decimal"
-	case amqp091.TypeLongstr:
-		return "longstr"
-	case amqp091.TypeArray:
-		return "array"
-	case amqp091.TypeTimestamp:
-		return "timestamp"
-	case amqp091.TypeTable:
-		return "table"
-	case amqp091.TypeVoid:
-		return "void"
-	case amqp091.TypeBytes:
-		return "binary"
-	}
-	return "unknown"
-}

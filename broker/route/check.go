@@ -32,7 +32,7 @@ func CheckBinding(k Kind, args amqp091.Table) error {
 			continue
 		}
 		if f.val.Type != amqp091.TypeLongstr {
-			return &InvalidBindingError{Text: "Invalid x-match field type " + erlTypeAtom(f.val.Type) +
+			return &InvalidBindingError{Text: "Invalid x-match field type " + f.val.Type.RabbitName() +
 				" (value " + erlTerm(f.val, 0) + "); expected longstr"}
 		}
 		switch string(f.val.Bytes()) {
@@ -43,47 +43,6 @@ func CheckBinding(k Kind, args amqp091.Table) error {
 			"; expected all, any, all-with-x, or any-with-x"}
 	}
 	return nil
-}
-
-// erlTypeAtom is the type's atom in RabbitMQ's parsed tables.
-func erlTypeAtom(t amqp091.ValueType) string {
-	switch t {
-	case amqp091.TypeLongstr:
-		return "longstr"
-	case amqp091.TypeBytes:
-		return "binary"
-	case amqp091.TypeInt8:
-		return "byte"
-	case amqp091.TypeUint8:
-		return "unsignedbyte"
-	case amqp091.TypeInt16, amqp091.TypeInt16U:
-		return "short"
-	case amqp091.TypeUint16:
-		return "unsignedshort"
-	case amqp091.TypeInt32:
-		return "signedint"
-	case amqp091.TypeUint32:
-		return "unsignedint"
-	case amqp091.TypeInt64, amqp091.TypeUint64:
-		return "long"
-	case amqp091.TypeFloat:
-		return "float"
-	case amqp091.TypeDouble:
-		return "double"
-	case amqp091.TypeTimestamp:
-		return "timestamp"
-	case amqp091.TypeBool:
-		return "bool"
-	case amqp091.TypeDecimal:
-		return "decimal"
-	case amqp091.TypeTable:
-		return "table"
-	case amqp091.TypeArray:
-		return "array"
-	case amqp091.TypeVoid:
-		return "void"
-	}
-	return "unknown"
 }
 
 // erlTerm writes a parsed value as Erlang's ~p does, for RabbitMQ's
@@ -123,7 +82,7 @@ func erlTerm(v amqp091.Value, depth int) string {
 				sb.WriteString(erlBinary(it.Key()))
 				sb.WriteByte(',')
 			}
-			sb.WriteString(erlTypeAtom(it.Value().Type))
+			sb.WriteString(it.Value().Type.RabbitName())
 			sb.WriteByte(',')
 			sb.WriteString(erlTerm(it.Value(), depth+1))
 			sb.WriteByte('}')

@@ -25,7 +25,7 @@ func RoutingKeys(key []byte, headers amqp091.Table, dst [][]byte) ([][]byte, err
 			continue
 		}
 		if v.Type != amqp091.TypeArray {
-			return dst, &InvalidMessageError{Text: `invalid message: {unacceptable_type_in_header,"` + h + `",` + erlTypeAtom(v.Type) + "}"}
+			return dst, &InvalidMessageError{Text: `invalid message: {unacceptable_type_in_header,"` + h + `",` + v.Type.RabbitName() + "}"}
 		}
 		it := v.Array().Iter()
 		for it.Next() {

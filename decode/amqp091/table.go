@@ -500,3 +500,46 @@ func uitoa(v uint64) string {
 	buf[i] = byte('0' + v)
 	return string(buf[i:])
 }
+
+// RabbitName names the type as RabbitMQ's table parser does (the atom its
+// error texts print: "longstr", "signedint", "binary"). RabbitMQ reads 'L'
+// as a signed long and 'U' as a short, so those print "long" and "short".
+func (t ValueType) RabbitName() string {
+	switch t {
+	case TypeBool:
+		return "bool"
+	case TypeInt8:
+		return "byte"
+	case TypeUint8:
+		return "unsignedbyte"
+	case TypeInt16, TypeInt16U:
+		return "short"
+	case TypeUint16:
+		return "unsignedshort"
+	case TypeInt32:
+		return "signedint"
+	case TypeUint32:
+		return "unsignedint"
+	case TypeInt64, TypeUint64:
+		return "long"
+	case TypeFloat:
+		return "float"
+	case TypeDouble:
+		return "double"
+	case TypeDecimal:
+		return "decimal"
+	case TypeLongstr:
+		return "longstr"
+	case TypeArray:
+		return "array"
+	case TypeTimestamp:
+		return "timestamp"
+	case TypeTable:
+		return "table"
+	case TypeVoid:
+		return "void"
+	case TypeBytes:
+		return "binary"
+	}
+	return "unknown"
+}
