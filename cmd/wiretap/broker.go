@@ -21,6 +21,7 @@ import (
 	"github.com/wiretap-dev/wiretap/broker"
 	"github.com/wiretap-dev/wiretap/broker/auth"
 	"github.com/wiretap-dev/wiretap/broker/mgmt"
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/tui"
 )
@@ -307,7 +308,11 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 			return err
 		}
 	}
-	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs, brokerLog)
+	panel := func(o *tui.Options) {
+		o.Broker = runningBroker{&running}
+		o.Routes = runningBroker{&running}
+	}
+	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs, brokerLog, panel)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }
@@ -343,4 +348,100 @@ func mergeErrs(a <-chan error, b <-chan error) <-chan error {
 		}
 	}()
 	return out
+}
+
+// runningBroker gives the TUI the broker once it runs: the broker is
+// made inside the TUI's source, after the TUI has started, so until then
+// every snapshot is empty.
+type runningBroker struct {
+	p *atomic.Pointer[broker.Broker]
+}
+
+var (
+	_ state.Source         = runningBroker{}
+	_ state.RouteExplainer = (*broker.Broker)(nil)
+)
+
+func (r runningBroker) Overview() state.Overview {
+	if b := r.p.Load(); b != nil {
+		return b.Overview()
+	}
+	return state.Overview{}
+}
+
+func (r runningBroker) Connections() []state.Connection {
+	if b := r.p.Load(); b != nil {
+		return b.Connections()
+	}
+	return nil
+}
+
+func (r runningBroker) Channels() []state.Channel {
+	if b := r.p.Load(); b != nil {
+		return b.Channels()
+	}
+	return nil
+}
+
+func (r runningBroker) Exchanges() []state.Exchange {
+	if b := r.p.Load(); b != nil {
+		return b.Exchanges()
+	}
+	return nil
+}
+
+func (r runningBroker) Queues() []state.Queue {
+	if b := r.p.Load(); b != nil {
+		return b.Queues()
+	}
+	return nil
+}
+
+func (r runningBroker) Consumers() []state.Consumer {
+	if b := r.p.Load(); b != nil {
+		return b.Consumers()
+	}
+	return nil
+}
+
+func (r runningBroker) Bindings() []state.Binding {
+	if b := r.p.Load(); b != nil {
+		return b.Bindings()
+	}
+	return nil
+}
+
+func (r runningBroker) Users() []state.User {
+	if b := r.p.Load(); b != nil {
+		return b.Users()
+	}
+	return nil
+}
+
+func (r runningBroker) VHosts() []state.VHost {
+	if b := r.p.Load(); b != nil {
+		return b.VHosts()
+	}
+	return nil
+}
+
+func (r runningBroker) Permissions() []state.Permission {
+	if b := r.p.Load(); b != nil {
+		return b.Permissions()
+	}
+	return nil
+}
+
+func (r runningBroker) CloseConnection(name, reason string) bool {
+	if b := r.p.Load(); b != nil {
+		return b.CloseConnection(name, reason)
+	}
+	return false
+}
+
+func (r runningBroker) ExplainRoute(vhost, exchange, routingKey string, headers map[string]any) (state.Route, error) {
+	if b := r.p.Load(); b != nil {
+		return b.ExplainRoute(vhost, exchange, routingKey, headers)
+	}
+	return state.Route{}, errors.New("wiretap: the broker has not started")
 }
