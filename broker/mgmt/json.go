@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
+	"github.com/wiretap-dev/wiretap/decode/output"
 )
 
 // column is one node of a ?columns= tree: "message_stats.publish,name"
@@ -261,67 +262,11 @@ func (e *encoder) strings(ss []string) {
 	e.endArray()
 }
 
-const hexDigits = "0123456789abcdef"
 
-// plain marks the bytes a JSON string holds as they are: printable ASCII
-// but the quote and the backslash.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 0x7f; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString quotes s; invalid UTF-8 becomes U+FFFD so the output stays
-// valid JSON whatever the broker's names hold.
-func (e *encoder) appendString(s string) {
-	b := append(e.buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if plain[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 break JavaScript that evals JSON.
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	e.buf = append(b, '"')
-}
+// appendString quotes s as decode/output does for wiretap's JSON lines;
+// invalid UTF-8 becomes U+FFFD so the output stays valid JSON whatever the
+// broker's names hold.
+func (e *encoder) appendString(s string) { e.buf = output.AppendString(e.buf, s) }
 
 // maxValueDepth bounds how deep a table is rendered: a broker never builds
 // deeper ones, and a bound keeps a hostile client property from costing a
