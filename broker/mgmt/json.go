@@ -262,7 +262,6 @@ func (e *encoder) strings(ss []string) {
 	e.endArray()
 }
 
-
 // appendString quotes s as decode/output does for wiretap's JSON lines;
 // invalid UTF-8 becomes U+FFFD so the output stays valid JSON whatever the
 // broker's names hold.
