@@ -137,6 +137,11 @@ guest/guest, from loopback only, as in RabbitMQ. The broker announces
 product "RabbitMQ" (clients gate RabbitMQ's semantics on it) and says what it
 is in its platform and information properties.
 
+In the TUI, b opens the broker panel (exchanges, queues, bindings,
+connections, channels, consumers, users) and :route EXCHANGE KEY explains a
+route against the live topology. RabbitMQ's management HTTP API (the part
+tools use) answers on --management.
+
 Messages live in memory: durable queues and persistent messages are
 accepted, but nothing survives a restart.`
 
