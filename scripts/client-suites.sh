@@ -121,6 +121,7 @@ while IFS=$'\t' read -r suite test reason; do
 		failed=1
 	fi
 done <"$expected"
+awk -F'\t' '$3=="skip" {print "skipped by the suite itself: " $1 " " $2}' "$results"
 echo "client-suites: $pass passed, $fail failed, $skip skipped"
 if [ $failed -ne 0 ]; then
 	echo "client-suites: broker log:" >&2
