@@ -12,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/wiretap-dev/wiretap/broker/internal/rabbitlive"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
@@ -26,62 +26,28 @@ import (
 // its answers with the Store's. They skip when it is not there, and fail
 // then under CI=true.
 
-type rabbit struct {
-	t    *testing.T
-	node string
-	host string // host:port
-}
+// rabbit is the live node, with the helpers these tests add.
+type rabbit struct{ *rabbitlive.Node }
 
-func liveRabbit(t *testing.T) *rabbit {
-	t.Helper()
-	skip := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but %s", why)
-		}
-		t.Skip(why)
-	}
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		skip("rabbitmqctl is not installed")
-	}
-	r := &rabbit{t: t, node: os.Getenv("WIRETAP_RABBITMQ_NODE"), host: "127.0.0.1:5672"}
-	if r.node == "" {
-		r.node = "wiretap@localhost"
-	}
-	if u, err := url.Parse(os.Getenv("WIRETAP_AMQP_URL")); err == nil && u.Host != "" {
-		r.host = u.Host
-	}
-	c, err := net.DialTimeout("tcp", r.host, 2*time.Second)
-	if err != nil {
-		skip("no RabbitMQ at " + r.host + " (.ci/services.sh start rabbitmq): " + err.Error())
-	}
-	c.Close()
-	return r
-}
+func liveRabbit(t *testing.T) *rabbit { return &rabbit{rabbitlive.Need(t)} }
 
-func (r *rabbit) ctl(args ...string) string {
-	r.t.Helper()
-	out, err := exec.Command("rabbitmqctl", append([]string{"-q", "-n", r.node}, args...)...).CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
+func (r *rabbit) ctl(args ...string) string { r.T.Helper(); return r.Ctl(args...) }
 
 // importJSON imports doc with rabbitmqctl, from a file it can read when
 // it runs as another user.
 func (r *rabbit) importJSON(doc []byte) {
-	r.t.Helper()
+	r.T.Helper()
 	dir, err := os.MkdirTemp("", "wt-auth-test-")
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	if err := os.Chmod(dir, 0o755); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	file := filepath.Join(dir, "import.json")
 	if err := os.WriteFile(file, doc, 0o644); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	r.ctl("import_definitions", file)
 }
@@ -93,14 +59,14 @@ func (r *rabbit) tempUser(password string) string {
 	rand.Read(b[:])
 	name := "wt-auth-test-" + hex.EncodeToString(b[:])
 	r.ctl("add_user", name, password)
-	r.t.Cleanup(func() {
-		exec.Command("rabbitmqctl", "-q", "-n", r.node, "delete_user", name).Run()
+	r.T.Cleanup(func() {
+		exec.Command("rabbitmqctl", "-q", "-n", r.Name, "delete_user", name).Run()
 	})
 	return name
 }
 
 func (r *rabbit) dial(user, password, vhost string) (*amqp.Connection, error) {
-	u := url.URL{Scheme: "amqp", User: url.UserPassword(user, password), Host: r.host, Path: "/" + vhost}
+	u := url.URL{Scheme: "amqp", User: url.UserPassword(user, password), Host: r.Host, Path: "/" + vhost}
 	return amqp.Dial(u.String())
 }
 
@@ -153,7 +119,7 @@ func TestLiveHashes(t *testing.T) {
 		"permissions": []map[string]any{{"user": name, "vhost": "/", "configure": "^$", "write": "^$", "read": "^$"}},
 	})
 	r.importJSON(imp)
-	t.Cleanup(func() { exec.Command("rabbitmqctl", "-q", "-n", r.node, "delete_user", name).Run() })
+	t.Cleanup(func() { exec.Command("rabbitmqctl", "-q", "-n", r.Name, "delete_user", name).Run() })
 	c, err := r.dial(name, "ours", "")
 	if err != nil {
 		t.Fatalf("RabbitMQ refuses our hash: %v", err)
@@ -195,7 +161,7 @@ func TestLiveCheck(t *testing.T) {
 	doc, _ := json.Marshal(map[string]any{"users": users, "permissions": perms})
 	r.importJSON(doc)
 	t.Cleanup(func() {
-		exec.Command("rabbitmqctl", "-q", "-n", r.node, "eval",
+		exec.Command("rabbitmqctl", "-q", "-n", r.Name, "eval",
 			`[rabbit_auth_backend_internal:delete_user(<<"`+base+`-", (integer_to_binary(I))/binary>>, <<"wiretap-test">>) || I <- lists:seq(0, `+
 				strconv.Itoa(len(order)-1)+`)].`).Run()
 	})
@@ -372,7 +338,7 @@ func TestLiveLogin(t *testing.T) {
 // connection.close that came back, if any.
 func (r *rabbit) startOk(t *testing.T, mechanism string, response []byte, failureClose bool) (string, *amqp091.ConnectionClose) {
 	t.Helper()
-	c, err := net.Dial("tcp", r.host)
+	c, err := net.Dial("tcp", r.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

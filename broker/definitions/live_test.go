@@ -19,6 +19,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/wiretap-dev/wiretap/broker/internal/rabbitlive"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
@@ -26,79 +27,51 @@ import (
 // of their own that they delete. They skip when it is not there, and fail
 // then under CI=true.
 
+// rabbit is the live node and the vhost of its own the test uses.
 type rabbit struct {
-	t     *testing.T
-	node  string
-	host  string // host:port
+	*rabbitlive.Node
 	vhost string
 }
 
 func liveRabbit(t *testing.T) *rabbit {
 	t.Helper()
-	skip := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but %s", why)
-		}
-		t.Skip(why)
-	}
-	if _, err := exec.LookPath("rabbitmqctl"); err != nil {
-		skip("rabbitmqctl is not installed")
-	}
-	r := &rabbit{t: t, node: os.Getenv("WIRETAP_RABBITMQ_NODE"), host: "127.0.0.1:5672"}
-	if r.node == "" {
-		r.node = "wiretap@localhost"
-	}
-	if u, err := url.Parse(os.Getenv("WIRETAP_AMQP_URL")); err == nil && u.Host != "" {
-		r.host = u.Host
-	}
-	c, err := net.DialTimeout("tcp", r.host, 2*time.Second)
-	if err != nil {
-		skip("no RabbitMQ at " + r.host + " (.ci/services.sh start rabbitmq): " + err.Error())
-	}
-	c.Close()
+	r := &rabbit{Node: rabbitlive.Need(t)}
 	var b [6]byte
 	rand.Read(b[:])
 	r.vhost = "wt-defs-test-" + hex.EncodeToString(b[:])
 	r.ctl("add_vhost", r.vhost)
-	t.Cleanup(func() { exec.Command("rabbitmqctl", "-q", "-n", r.node, "delete_vhost", r.vhost).Run() })
+	t.Cleanup(func() { exec.Command("rabbitmqctl", "-q", "-n", r.Name, "delete_vhost", r.vhost).Run() })
 	r.ctl("set_permissions", "-p", r.vhost, "guest", ".*", ".*", ".*")
 	return r
 }
 
-func (r *rabbit) ctl(args ...string) string {
-	r.t.Helper()
-	out, err := exec.Command("rabbitmqctl", append([]string{"-q", "-n", r.node}, args...)...).CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
+func (r *rabbit) ctl(args ...string) string { r.T.Helper(); return r.Ctl(args...) }
 
 // importJSON imports doc with rabbitmqctl, from a file it can read when
 // it runs as another user.
 func (r *rabbit) importJSON(doc []byte) {
-	r.t.Helper()
+	r.T.Helper()
 	dir, err := os.MkdirTemp("", "wt-defs-test-")
 	if err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	file := filepath.Join(dir, "import.json")
 	if err := os.Chmod(dir, 0o755); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	if err := os.WriteFile(file, doc, 0o644); err != nil {
-		r.t.Fatal(err)
+		r.T.Fatal(err)
 	}
 	r.ctl("import_definitions", file)
 }
 
 func (r *rabbit) export() (*Definitions, []byte) {
-	r.t.Helper()
+	r.T.Helper()
 	raw := []byte(r.ctl("export_definitions", "-"))
 	d, err := Parse(bytes.NewReader(raw))
 	if err != nil {
-		r.t.Fatalf("parsing RabbitMQ's export: %v", err)
+		r.T.Fatalf("parsing RabbitMQ's export: %v", err)
 	}
 	return d, raw
 }
@@ -108,7 +81,7 @@ func (r *rabbit) export() (*Definitions, []byte) {
 // and checks the round trip.
 func TestLiveRoundTrip(t *testing.T) {
 	r := liveRabbit(t)
-	u := url.URL{Scheme: "amqp", User: url.UserPassword("guest", "guest"), Host: r.host, Path: "/" + r.vhost}
+	u := url.URL{Scheme: "amqp", User: url.UserPassword("guest", "guest"), Host: r.Host, Path: "/" + r.vhost}
 	conn, err := amqp.Dial(u.String())
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +245,7 @@ func normalizeNumbers(v any) any {
 // through our own codec (a client library would re-type the values).
 func (r *rabbit) declareRaw(t *testing.T, queue string, args amqp091.Table) {
 	t.Helper()
-	c, err := net.Dial("tcp", r.host)
+	c, err := net.Dial("tcp", r.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
