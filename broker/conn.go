@@ -199,13 +199,10 @@ func (c *conn) run() error {
 		return errors.New("protocol header " + strconv.Quote(string(hdr[:])) + " is not AMQP 0-9-1")
 	}
 	c.send(func(out []byte) []byte { return amqp091.AppendMethodFrame(out, 0, c.connectionStart()) })
+	// The negotiation as a whole is bounded by the handshake timeout;
+	// after connection.open the heartbeat bounds each read (open lifts
+	// the deadline when there is none).
 	for {
-		if c.vh == nil {
-			// The negotiation as a whole is bounded by the handshake
-			// timeout; after it the heartbeat bounds each read.
-		} else if c.heartbeat == 0 {
-			c.nc.SetReadDeadline(time.Time{})
-		}
 		f, err := c.fr.ReadFrame()
 		if err != nil {
 			var fe *amqp091.FormatError
@@ -510,5 +507,3 @@ func (c *conn) cleanup() {
 	}
 	c.b.removeConn(c)
 }
-
-func timeNowPlus() time.Time { return time.Now() }

@@ -219,6 +219,8 @@ func (c *conn) open(m *amqp091.ConnectionOpen) error {
 	c.setState(stateRunning)
 	if c.heartbeat > 0 {
 		c.signal() // the writer starts its heartbeat ticker
+	} else {
+		c.nc.SetReadDeadline(time.Time{})
 	}
 	c.send(func(out []byte) []byte {
 		return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionOpenOk{})

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/broker/state"
@@ -296,5 +297,5 @@ func (b *Broker) CloseConnection(name, reason string) bool {
 func (c *conn) requestClose(reason string) {
 	c.closeRequested.Store(&reason)
 	c.b.mem.wake()
-	c.nc.SetReadDeadline(timeNowPlus())
+	c.nc.SetReadDeadline(time.Now())
 }
