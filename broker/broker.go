@@ -43,6 +43,11 @@ type Config struct {
 	// MaxChannels bounds the channels a connection may open, on top of
 	// channel_max (0: channel_max alone).
 	MaxChannels int
+	// DefaultMaxLength and DefaultMaxLengthBytes, when positive, bound
+	// every queue declared without x-max-length / x-max-length-bytes, as
+	// a RabbitMQ policy with max-length would (overflow drop-head unless
+	// the queue says otherwise).
+	DefaultMaxLength, DefaultMaxLengthBytes int64
 	// MemoryHighWatermark is the message bytes held above which
 	// publishers are blocked (0: 40% of physical memory, as RabbitMQ).
 	MemoryHighWatermark int64

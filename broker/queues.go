@@ -354,6 +354,12 @@ func (v *vhost) declareQueue(c *conn, m *amqp091.QueueDeclare) (name string, msg
 	if err != nil {
 		return "", 0, 0, argError(err, name, v.name)
 	}
+	if d := v.b.cfg.DefaultMaxLength; d > 0 && cfg.MaxLength < 0 {
+		cfg.MaxLength = d
+	}
+	if d := v.b.cfg.DefaultMaxLengthBytes; d > 0 && cfg.MaxLengthBytes < 0 {
+		cfg.MaxLengthBytes = d
+	}
 	if err := c.check(permConfigure, "queue", name); err != nil {
 		return "", 0, 0, err
 	}

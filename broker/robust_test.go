@@ -423,3 +423,27 @@ func TestMemoryWatermarkBlocksPublishers(t *testing.T) {
 		t.Fatal("no connection.unblocked")
 	}
 }
+
+// TestDefaultMaxLength: a queue declared without x-max-length gets the
+// broker's default; one that names its own keeps it.
+func TestDefaultMaxLength(t *testing.T) {
+	_, url := startBroker(t, Config{DefaultMaxLength: 3})
+	_, ch := dial(t, url)
+	ch.QueueDeclare("bounded", false, true, false, false, nil)
+	ch.QueueDeclare("own", false, true, false, false, amqp.Table{"x-max-length": int32(5)})
+	for i := range 10 {
+		for _, q := range []string{"bounded", "own"} {
+			ch.Publish("", q, false, false, amqp.Publishing{Body: []byte{byte('0' + i)}})
+		}
+	}
+	for q, want := range map[string]int{"bounded": 3, "own": 5} {
+		st, err := ch.QueueDeclarePassive(q, false, true, false, false, nil)
+		if err != nil || st.Messages != want {
+			t.Fatalf("%s holds %d (%v), want %d", q, st.Messages, err, want)
+		}
+	}
+	// Drop-head: the newest stay.
+	if m, ok, _ := ch.Get("bounded", true); !ok || string(m.Body) != "7" {
+		t.Fatalf("head of bounded is %q, want \"7\"", m.Body)
+	}
+}

@@ -39,6 +39,8 @@ type brokerFlags struct {
 	maxChannels    int
 	maxMessage     int64
 	watermark      int64
+	maxLength      int64
+	maxLengthBytes int64
 	users          []string
 	management     string
 	tlsListen      string
@@ -61,6 +63,8 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&bf.maxChannels, "max-channels", 0, "channels one connection may open (0: channel_max alone)")
 	fs.Int64Var(&bf.maxMessage, "max-message-size", broker.DefaultMaxMessage, "largest message body accepted, in bytes")
 	fs.Int64Var(&bf.watermark, "memory-high-watermark", 0, "message bytes held above which publishers are blocked (0: 40% of RAM)")
+	fs.Int64Var(&bf.maxLength, "default-max-length", 0, "messages a queue declared without x-max-length may hold, oldest dropped first (0: no limit)")
+	fs.Int64Var(&bf.maxLengthBytes, "default-max-length-bytes", 0, "body bytes a queue declared without x-max-length-bytes may hold (0: no limit)")
 	fs.StringArrayVar(&bf.users, "user", nil, "add a user `NAME:PASSWORD` with full permissions on \"/\" (repeatable)")
 	fs.StringVar(&bf.management, "management", "127.0.0.1:15672", "`ADDR` of RabbitMQ's management HTTP API subset (\"\" for none)")
 	fs.StringVar(&bf.tlsListen, "tls-listen", "", "AMQPS `ADDR` to accept TLS clients on (RabbitMQ's is 5671; needs --tls-cert and --tls-key)")
@@ -81,6 +85,7 @@ func (bf *brokerFlags) config() (broker.Config, error) {
 		FrameMax: bf.frameMax, ChannelMax: bf.channelMax, Heartbeat: hb,
 		MaxConnections: bf.maxConnections, MaxChannels: bf.maxChannels, MaxMessage: bf.maxMessage,
 		MemoryHighWatermark: bf.watermark,
+		DefaultMaxLength:    bf.maxLength, DefaultMaxLengthBytes: bf.maxLengthBytes,
 	}
 	if (bf.tlsListen != "") != (bf.tlsCert != "" && bf.tlsKey != "") {
 		return cfg, usageErr("broker: --tls-listen needs --tls-cert and --tls-key, and they need --tls-listen")
