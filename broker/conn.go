@@ -82,6 +82,9 @@ type conn struct {
 	wake      chan struct{}
 	wdone     chan struct{}
 	lastWrite atomic.Int64 // unix nanos
+	// hb is the heartbeat for the writer, which reads it while the reader
+	// negotiates it.
+	hb atomic.Uint32
 
 	recvOct, sendOct atomic.Uint64
 	recvCnt, sendCnt atomic.Uint64
@@ -447,15 +450,16 @@ func (c *conn) writer() {
 		if closed {
 			return
 		}
-		if tickC == nil && c.heartbeat > 0 {
-			tick = time.NewTicker(time.Duration(c.heartbeat) * time.Second / 2)
+		hb := time.Duration(c.hb.Load()) * time.Second
+		if tickC == nil && hb > 0 {
+			tick = time.NewTicker(hb / 2)
 			defer tick.Stop()
 			tickC = tick.C
 		}
 		select {
 		case <-c.wake:
 		case <-tickC:
-			if time.Since(time.Unix(0, c.lastWrite.Load())) >= time.Duration(c.heartbeat)*time.Second/2 {
+			if time.Since(time.Unix(0, c.lastWrite.Load())) >= hb/2 {
 				c.send(amqp091.AppendHeartbeatFrame)
 			}
 		}

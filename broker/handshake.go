@@ -178,6 +178,7 @@ func (c *conn) tuneOk(m *amqp091.ConnectionTuneOk) error {
 	c.frameMax = m.FrameMax
 	c.channelMax = m.ChannelMax
 	c.heartbeat = m.Heartbeat
+	c.hb.Store(uint32(m.Heartbeat))
 	c.fr.MaxFrameSize = int(c.frameMax)
 	c.setState(stateOpening)
 	return nil
