@@ -168,7 +168,7 @@ func (c *conn) serve() {
 	}
 	go c.writer()
 	err := c.run()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errClientClosed {
 		c.logf(err.Error())
 	}
 	c.cleanup()
