@@ -34,6 +34,10 @@ type channel struct {
 	txPubs         []txPublish
 	txAcks         []txAck
 	scratch        routeScratch
+	// settling and entries are the ack path's scratch (reader goroutine
+	// only), so acknowledging allocates nothing.
+	settling []delivery
+	entries  []queue.Entry
 
 	mu             sync.Mutex
 	nextTag        uint64
@@ -283,12 +287,13 @@ func (ch *channel) release() {
 		ch.c.b.replyTo.Delete(ch.replyToken)
 		ch.replyTo = nil
 	}
-	pending := ch.takeUnacked(func(d *delivery) bool { return true })
+	pending := ch.takeUnacked(nil, allTags)
 	ch.mu.Unlock()
 	for _, c := range cons {
 		ch.detachConsumer(c)
 	}
-	settleGroups(pending, settleRequeue)
+	var es []queue.Entry
+	settleGroups(pending, settleRequeue, &es)
 	ch.txPubs, ch.txAcks = nil, nil
 }
 
@@ -334,50 +339,76 @@ const (
 )
 
 // settleGroups hands settled deliveries back to their queues, one call per
-// queue, in tag order.
-func settleGroups(ds []delivery, kind settleKind) {
+// queue, in tag order. The common case, every delivery from one queue,
+// builds its entries in scratch and allocates nothing.
+func settleGroups(ds []delivery, kind settleKind, scratch *[]queue.Entry) {
 	if len(ds) == 0 {
 		return
 	}
-	byQueue := make(map[*queueState][]queue.Entry, 1)
+	one := true
+	for _, d := range ds[1:] {
+		if d.q != ds[0].q {
+			one = false
+			break
+		}
+	}
+	if one {
+		es := (*scratch)[:0]
+		for _, d := range ds {
+			es = append(es, d.e)
+		}
+		settleQueue(ds[0].q, es, kind)
+		clear(es) // drop the messages' references until the next use
+		*scratch = es[:0]
+		return
+	}
+	byQueue := make(map[*queueState][]queue.Entry, 2)
 	var order []*queueState
 	for _, d := range ds {
-		e := d.e
-		if kind == settleRequeue {
-			e.Redelivered = true
-		}
 		if _, ok := byQueue[d.q]; !ok {
 			order = append(order, d.q)
 		}
-		byQueue[d.q] = append(byQueue[d.q], e)
+		byQueue[d.q] = append(byQueue[d.q], d.e)
 	}
 	for _, q := range order {
-		es := byQueue[q]
-		switch kind {
-		case settleAck:
-			q.settle(es, nil, nil)
-		case settleRequeue:
-			q.settle(nil, es, nil)
-		case settleDead:
-			q.settle(nil, nil, es)
-		}
+		settleQueue(q, byQueue[q], kind)
 	}
 }
 
-// takeUnacked removes and returns the unacked deliveries pick selects, in
-// tag order (ch.mu held).
-func (ch *channel) takeUnacked(pick func(*delivery) bool) []delivery {
-	var out []delivery
+func settleQueue(q *queueState, es []queue.Entry, kind settleKind) {
+	switch kind {
+	case settleAck:
+		q.settle(es, nil, nil)
+	case settleRequeue:
+		for i := range es {
+			es[i].Redelivered = true
+		}
+		q.settle(nil, es, nil)
+	case settleDead:
+		q.settle(nil, nil, es)
+	}
+}
+
+// allTags selects every unacked delivery in takeUnacked.
+const allTags = ^uint64(0)
+
+// takeUnacked moves the live unacked deliveries with tags up to upTo to
+// dst, in tag order (ch.mu held). Tags only grow, so it stops at the first
+// tag past upTo.
+func (ch *channel) takeUnacked(dst []delivery, upTo uint64) []delivery {
 	for i := ch.unackedHead; i < len(ch.unacked); i++ {
 		d := &ch.unacked[i]
-		if d.done || !pick(d) {
+		if d.tag > upTo {
+			break
+		}
+		if d.done {
 			continue
 		}
-		out = append(out, *d)
+		dst = append(dst, *d)
 		ch.markDone(d)
 	}
 	ch.compact()
-	return out
+	return dst
 }
 
 func (ch *channel) markDone(d *delivery) {
@@ -427,20 +458,24 @@ func (ch *channel) find(tag uint64) *delivery {
 // settle implements basic.ack, basic.nack and basic.reject.
 func (ch *channel) settle(kind uint8, tag uint64, multiple, requeue bool) *amqpError {
 	ch.mu.Lock()
-	var ds []delivery
+	ds := ch.settling[:0]
 	if multiple {
 		if tag != 0 && ch.find(tag) == nil {
 			ch.mu.Unlock()
 			return errorf(406, "unknown delivery tag "+strconv.FormatUint(tag, 10))
 		}
-		ds = ch.takeUnacked(func(d *delivery) bool { return tag == 0 || d.tag <= tag })
+		upTo := tag
+		if tag == 0 {
+			upTo = allTags
+		}
+		ds = ch.takeUnacked(ds, upTo)
 	} else {
 		d := ch.find(tag)
 		if d == nil {
 			ch.mu.Unlock()
 			return errorf(406, "unknown delivery tag "+strconv.FormatUint(tag, 10))
 		}
-		ds = []delivery{*d}
+		ds = append(ds, *d)
 		ch.markDone(d)
 		ch.compact()
 	}
@@ -450,16 +485,18 @@ func (ch *channel) settle(kind uint8, tag uint64, multiple, requeue bool) *amqpE
 		more = ch.consumerQueues()
 	}
 	ch.mu.Unlock()
-	defer redispatch(more)
 	switch {
 	case kind == 0:
 		ch.c.b.stats.acked.Add(uint64(len(ds)))
-		settleGroups(ds, settleAck)
+		settleGroups(ds, settleAck, &ch.entries)
 	case requeue:
-		settleGroups(ds, settleRequeue)
+		settleGroups(ds, settleRequeue, &ch.entries)
 	default:
-		settleGroups(ds, settleDead)
+		settleGroups(ds, settleDead, &ch.entries)
 	}
+	clear(ds)
+	ch.settling = ds[:0]
+	redispatch(more)
 	return nil
 }
 
@@ -866,7 +903,7 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 // with requeue, as RabbitMQ implements it).
 func (ch *channel) recover() {
 	ch.mu.Lock()
-	ds := ch.takeUnacked(func(*delivery) bool { return true })
+	ds := ch.takeUnacked(nil, allTags)
 	ch.mu.Unlock()
-	settleGroups(ds, settleRequeue)
+	settleGroups(ds, settleRequeue, &ch.entries)
 }
