@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"errors"
+	"sort"
 	"strconv"
 
 	"github.com/wiretap-dev/wiretap/broker/definitions"
@@ -181,11 +182,7 @@ func sortedExchanges(v *vhost) []*exchange {
 	for _, x := range v.exchanges {
 		xs = append(xs, x)
 	}
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j].name < xs[j-1].name; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].name < xs[j].name })
 	return xs
 }
 
