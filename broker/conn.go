@@ -159,7 +159,9 @@ func (c *conn) logf(parts ...string) {
 	c.b.cfg.Log(sb.String())
 }
 
-// serve runs the connection to its end.
+// serve runs the connection to its end. The writer writes what is still
+// queued (a close-ok, the protocol header a bad client is answered with)
+// before the socket closes.
 func (c *conn) serve() {
 	defer c.nc.Close()
 	if c.b.tap != nil {
@@ -198,7 +200,6 @@ func (c *conn) run() error {
 	if string(hdr[:]) != amqp091.ProtocolHeader {
 		// RabbitMQ answers any other header with the one it speaks.
 		c.send(func(out []byte) []byte { return append(out, amqp091.ProtocolHeader...) })
-		c.flushAndWait()
 		return errors.New("protocol header " + strconv.Quote(string(hdr[:])) + " is not AMQP 0-9-1")
 	}
 	c.send(func(out []byte) []byte { return amqp091.AppendMethodFrame(out, 0, c.connectionStart()) })
@@ -382,22 +383,6 @@ func (c *conn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
-	}
-}
-
-// flushAndWait waits until what was sent so far has been written (for the
-// last words before closing a socket).
-func (c *conn) flushAndWait() {
-	deadline := time.Now().Add(closeTimeout)
-	for time.Now().Before(deadline) {
-		c.wmu.Lock()
-		n := len(c.out)
-		c.wmu.Unlock()
-		if n == 0 {
-			time.Sleep(time.Millisecond) // the writer may be mid-write
-			return
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -96,7 +96,6 @@ func (c *conn) connectionMethod1(m amqp091.Method) error {
 		c.send(func(out []byte) []byte {
 			return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionCloseOk{})
 		})
-		c.flushAndWait()
 		return errClientClosed
 	case *amqp091.ConnectionCloseOk:
 		return errClientClosed
