@@ -34,6 +34,9 @@ type channel struct {
 	txPubs         []txPublish
 	txAcks         []txAck
 	scratch        routeScratch
+	// lastExchange and lastKey keep the names of the previous publish:
+	// a publisher mostly repeats them, and the strings are then shared.
+	lastExchange, lastKey interned
 	// settling and entries are the ack path's scratch (reader goroutine
 	// only), so acknowledging allocates nothing.
 	settling []delivery
@@ -620,7 +623,7 @@ func (ch *channel) method(m amqp091.Method) *amqpError {
 		return nil
 	case *amqp091.BasicPublish:
 		ch.pub = publishing{
-			stage: 1, exchange: string(m.Exchange), routingKey: string(m.RoutingKey),
+			stage: 1, exchange: ch.lastExchange.intern(m.Exchange), routingKey: ch.lastKey.intern(m.RoutingKey),
 			mandatory: m.Mandatory, immediate: m.Immediate,
 		}
 		return nil
@@ -906,4 +909,15 @@ func (ch *channel) recover() {
 	ds := ch.takeUnacked(nil, allTags)
 	ch.mu.Unlock()
 	settleGroups(ds, settleRequeue, &ch.entries)
+}
+
+// interned is a one-entry cache of a name seen on the wire.
+type interned struct{ s string }
+
+// intern returns b as a string, the previous one when b is the same.
+func (in *interned) intern(b []byte) string {
+	if string(b) != in.s { // compiled without a conversion
+		in.s = string(b)
+	}
+	return in.s
 }

@@ -47,9 +47,13 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 			ch.pub = publishing{}
 			return e
 		}
-		p.header = append(make([]byte, 0, len(f.Payload)), f.Payload...)
+		// Header and body share one allocation: they live and die
+		// together with the message.
+		buf := make([]byte, len(f.Payload), len(f.Payload)+int(h.BodySize))
+		copy(buf, f.Payload)
+		p.header = buf[:len(f.Payload):len(f.Payload)]
 		p.bodySize = h.BodySize
-		p.body = make([]byte, 0, h.BodySize)
+		p.body = buf[len(f.Payload):len(f.Payload)]
 		p.stage = 2
 		if h.BodySize == 0 {
 			return ch.complete()
