@@ -10,6 +10,10 @@ import (
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
+// bodyPrealloc is the most of a message body reserved on its content
+// header's word; a larger body grows as its frames arrive.
+const bodyPrealloc = 1 << 20
+
 // content handles a content header or body frame of the message being
 // published.
 func (ch *channel) content(f amqp091.Frame) *amqpError {
@@ -48,8 +52,10 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 			return e
 		}
 		// Header and body share one allocation: they live and die
-		// together with the message.
-		buf := make([]byte, len(f.Payload), len(f.Payload)+int(h.BodySize))
+		// together with the message. The body-size is the client's word,
+		// so at most bodyPrealloc is reserved before the bytes arrive
+		// (2047 channels each announcing 128 MiB must not cost that).
+		buf := make([]byte, len(f.Payload), len(f.Payload)+int(min(h.BodySize, bodyPrealloc)))
 		copy(buf, f.Payload)
 		p.header = buf[:len(f.Payload):len(f.Payload)]
 		p.bodySize = h.BodySize

@@ -447,3 +447,43 @@ func TestDefaultMaxLength(t *testing.T) {
 		t.Fatalf("head of bounded is %q, want \"7\"", m.Body)
 	}
 }
+
+// TestAnnouncedBodySizeIsNotReserved: content headers announcing huge
+// bodies on many channels cost what was sent, not what was announced.
+func TestAnnouncedBodySizeIsNotReserved(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	nc, err := net.Dial("tcp", addrOf(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fr := amqp091.NewFrameReader(nc)
+	rawHandshake(t, nc, fr)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	const channels = 200
+	var out []byte
+	for ch := uint16(1); ch <= channels; ch++ {
+		out = amqp091.AppendMethodFrame(out, ch, &amqp091.ChannelOpen{})
+		out = amqp091.AppendMethodFrame(out, ch, &amqp091.BasicPublish{RoutingKey: []byte("nowhere")})
+		out = amqp091.AppendHeaderFrame(out, ch, &amqp091.ContentHeader{ClassID: 60, BodySize: 100 << 20})
+	}
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	// A last channel.open is answered only after every header before it
+	// was handled.
+	out = amqp091.AppendMethodFrame(out[:0], channels+1, &amqp091.ChannelOpen{})
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	for range channels + 1 {
+		expect[*amqp091.ChannelOpenOk](t, fr)
+	}
+	runtime.ReadMemStats(&after)
+	// 200 × 100 MiB announced; a reservation of each would be 20 GiB.
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 512<<20 {
+		t.Fatalf("heap grew %d MiB for announced, unsent bodies", grown>>20)
+	}
+}
