@@ -170,7 +170,9 @@ func (c *conn) serve() {
 	}
 	go c.writer()
 	err := c.run()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errClientClosed {
+	if err == errCloseOkSent {
+		c.awaitClientClose()
+	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errClientClosed {
 		c.logf(err.Error())
 	}
 	c.cleanup()
@@ -235,6 +237,23 @@ func (c *conn) run() error {
 		}
 		if reason := c.closeRequested.Swap(nil); reason != nil {
 			return c.hardError(errorf(amqp091.ConnectionForced, *reason))
+		}
+	}
+}
+
+// clientCloseTimeout is how long the broker waits for a client to close
+// its socket after close-ok (RabbitMQ's CLOSING_TIMEOUT is 30 s).
+const clientCloseTimeout = 30 * time.Second
+
+// awaitClientClose reads and drops what the client still sends until it
+// closes the socket, or clientCloseTimeout; the writer meanwhile writes
+// close-ok.
+func (c *conn) awaitClientClose() {
+	c.nc.SetReadDeadline(time.Now().Add(clientCloseTimeout))
+	var buf [512]byte
+	for {
+		if _, err := c.nc.Read(buf[:]); err != nil {
+			return
 		}
 	}
 }

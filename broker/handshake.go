@@ -96,7 +96,7 @@ func (c *conn) connectionMethod1(m amqp091.Method) error {
 		c.send(func(out []byte) []byte {
 			return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionCloseOk{})
 		})
-		return errClientClosed
+		return errCloseOkSent
 	case *amqp091.ConnectionCloseOk:
 		return errClientClosed
 	case *amqp091.ConnectionUpdateSecret:
@@ -115,6 +115,13 @@ type closedError struct{}
 func (closedError) Error() string { return "client closed the connection" }
 
 var errClientClosed error = closedError{}
+
+// errCloseOkSent ends a connection the client closed with
+// connection.close: the broker has answered close-ok and, as RabbitMQ
+// does, leaves closing the socket to the client (a client whose socket
+// is closed under it sees a reset instead of a clean close, and some,
+// amqp091-go among them, can wedge on that).
+var errCloseOkSent error = closedError{}
 
 func (c *conn) startOk(m *amqp091.ConnectionStartOk) error {
 	c.clientProps = append([]byte(nil), m.ClientProperties...)

@@ -340,11 +340,18 @@ func TestFuzzSeedsReachTheBroker(t *testing.T) {
 	go func() { newConn(b, loopbackConn{server}).serve(); close(done) }()
 	var out bytes.Buffer
 	read := make(chan struct{})
+	closeOk := amqp091.AppendMethodFrame(nil, 0, &amqp091.ConnectionCloseOk{})
+	answered := make(chan struct{})
 	go func() {
 		buf := make([]byte, 64<<10)
+		once := false
 		for {
 			n, err := client.Read(buf)
 			out.Write(buf[:n])
+			if !once && bytes.Contains(out.Bytes(), closeOk) {
+				once = true
+				close(answered)
+			}
 			if err != nil {
 				close(read)
 				return
@@ -352,8 +359,12 @@ func TestFuzzSeedsReachTheBroker(t *testing.T) {
 		}
 	}()
 	client.Write(in)
+	select {
+	case <-answered: // the session's connection.close was answered
+	case <-time.After(10 * time.Second):
+	}
+	client.Close() // as a client does after close-ok
 	<-done
-	client.Close()
 	<-read
 	if !bytes.Contains(out.Bytes(), []byte("amq.direct")) && !bytes.Contains(out.Bytes(), amqp091.AppendMethodFrame(nil, 0, &amqp091.ConnectionOpenOk{})) {
 		t.Fatalf("the replayed pika session did not get past connection.open: %q", out.Bytes())
