@@ -112,16 +112,18 @@ func (c *conn) connectionMethod1(m amqp091.Method) error {
 
 type closedError struct{}
 
-func (closedError) Error() string { return "client closed the connection" }
+func (*closedError) Error() string { return "client closed the connection" }
 
-var errClientClosed error = closedError{}
+// errClientClosed and errCloseOkSent are distinct values: closedError
+// has no fields, so two of it would compare equal.
+var errClientClosed error = &closedError{}
 
 // errCloseOkSent ends a connection the client closed with
 // connection.close: the broker has answered close-ok and, as RabbitMQ
 // does, leaves closing the socket to the client (a client whose socket
 // is closed under it sees a reset instead of a clean close, and some,
 // amqp091-go among them, can wedge on that).
-var errCloseOkSent error = closedError{}
+var errCloseOkSent = errors.New("broker: close-ok sent")
 
 func (c *conn) startOk(m *amqp091.ConnectionStartOk) error {
 	c.clientProps = append([]byte(nil), m.ClientProperties...)
