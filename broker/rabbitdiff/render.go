@@ -253,7 +253,11 @@ func methodLine(m amqp091.Method) string {
 		sb.WriteString(" version=" + strconv.Itoa(int(m.VersionMajor)) + "-" + strconv.Itoa(int(m.VersionMinor)))
 		sb.WriteString(" server-properties=")
 		table(&sb, m.ServerProperties, tableServerPro)
-		strArg(&sb, "mechanisms", m.Mechanisms)
+		// Sorted: RabbitMQ lists them in its registry table's order, which
+		// changes with the plugins loaded; clients choose by name.
+		mech := strings.Fields(string(m.Mechanisms))
+		slices.Sort(mech)
+		strArg(&sb, "mechanisms", []byte(strings.Join(mech, " ")))
 		strArg(&sb, "locales", m.Locales)
 	case *amqp091.ConnectionSecure:
 		strArg(&sb, "challenge", m.Challenge)
