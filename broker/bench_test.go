@@ -198,7 +198,7 @@ func TestAckAllocatesNothing(t *testing.T) {
 // previous publish, routing and delivery allocate nothing.
 func TestPublishFramesAllocateOnlyTheMessage(t *testing.T) {
 	pub, cons, _, _ := onePath(t, "direct")
-	pub.c.b.mem.limit = 1 << 40
+	pub.c.b.mem.limit.Store(1 << 40)
 	method := &amqp091.BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("k")}
 	hdr := amqp091.ContentHeader{ClassID: 60, BodySize: 16}
 	hdrPayload := hdr.AppendTo(nil)

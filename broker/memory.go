@@ -18,7 +18,7 @@ import (
 // drain the queues below the watermark.
 type memory struct {
 	used    atomic.Int64
-	limit   int64
+	limit   atomic.Int64 // 0: the alarm is on whatever is held
 	mu      sync.Mutex
 	cond    *sync.Cond
 	blocked atomic.Bool
@@ -32,14 +32,38 @@ func (m *memory) init(limit int64) {
 	if limit == 0 {
 		limit = int64(float64(PhysicalMemory()) * memoryFraction)
 	}
-	m.limit = limit
+	m.limit.Store(limit)
 }
+
+// setLimit changes the watermark and raises or clears the alarm at once
+// for what is held now.
+func (m *memory) setLimit(limit int64) {
+	if limit < 0 {
+		limit = 0
+	}
+	m.mu.Lock()
+	m.limit.Store(limit)
+	if limit == 0 || m.used.Load() > limit {
+		m.blocked.Store(true)
+	} else if m.blocked.Load() {
+		m.blocked.Store(false)
+		m.cond.Broadcast()
+	}
+	m.mu.Unlock()
+}
+
+// SetMemoryHighWatermark changes the memory high watermark while the
+// broker runs, as rabbitmqctl set_vm_memory_high_watermark does: the bytes
+// of messages held above which publishers are blocked. 0 raises the alarm
+// whatever is held and so blocks every publishing connection, RabbitMQ's
+// way to stop publishing globally, until the watermark is set again.
+func (b *Broker) SetMemoryHighWatermark(limit int64) { b.mem.setLimit(limit) }
 
 func messageBytes(msg *queue.Message) int64 { return int64(len(msg.Body) + len(msg.Header)) }
 
 // hold counts a message stored in one more queue.
 func (m *memory) hold(msg *queue.Message) {
-	if m.used.Add(messageBytes(msg)) > m.limit && m.limit > 0 {
+	if m.used.Add(messageBytes(msg)) > m.limit.Load() {
 		m.blocked.Store(true)
 	}
 }
@@ -47,9 +71,9 @@ func (m *memory) hold(msg *queue.Message) {
 // release counts a message leaving a queue (delivered without ack,
 // acknowledged, dropped).
 func (m *memory) release(msg *queue.Message) {
-	if m.used.Add(-messageBytes(msg)) <= m.limit && m.blocked.Load() {
+	if m.used.Add(-messageBytes(msg)) <= m.limit.Load() && m.blocked.Load() {
 		m.mu.Lock()
-		if m.used.Load() <= m.limit {
+		if l := m.limit.Load(); l > 0 && m.used.Load() <= l {
 			m.blocked.Store(false)
 			m.cond.Broadcast()
 		}

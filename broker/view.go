@@ -52,7 +52,7 @@ func (b *Broker) connList() []*conn {
 func (b *Broker) Overview() state.Overview {
 	o := state.Overview{
 		Product: announcedProduct, Version: announcedVersion, Node: b.node, ClusterName: b.node,
-		Started: b.started, MemoryUsed: b.mem.used.Load(), MemoryLimit: b.mem.limit, Blocked: b.mem.blocked.Load(),
+		Started: b.started, MemoryUsed: b.mem.used.Load(), MemoryLimit: b.mem.limit.Load(), Blocked: b.mem.blocked.Load(),
 		Published: b.stats.published.Load(), Delivered: b.stats.delivered.Load(), Acked: b.stats.acked.Load(),
 		Returned: b.stats.returned.Load(), Confirmed: b.stats.confirmed.Load(), Redelivered: b.stats.redelivered.Load(),
 	}

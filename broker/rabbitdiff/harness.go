@@ -107,6 +107,25 @@ func (e *Env) closeDirect() {
 	}
 }
 
+// alarmHooks raise and clear a target's memory alarm (target -> func(on
+// bool) error): rabbitmqctl set_vm_memory_high_watermark for RabbitMQ,
+// SetMemoryHighWatermark for the embedded broker.
+var alarmHooks sync.Map
+
+// RegisterAlarm installs the hook Env.MemoryAlarm calls for target.
+func RegisterAlarm(target string, fn func(on bool) error) { alarmHooks.Store(target, fn) }
+
+// MemoryAlarm raises (on) or clears the memory alarm of the broker under
+// test. The alarm is node-wide: only workloads run one at a time
+// (AlarmWorkloads) may use it.
+func (e *Env) MemoryAlarm(on bool) error {
+	fn, ok := alarmHooks.Load(e.target)
+	if !ok {
+		return errors.New("no memory alarm hook registered for " + e.target)
+	}
+	return fn.(func(bool) error)(on)
+}
+
 // URL is an amqp:// URL for guest/guest on vhost "/" through the relay.
 func (e *Env) URL() string { return "amqp://guest:guest@" + e.Addr + "/" }
 

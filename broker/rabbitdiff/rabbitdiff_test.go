@@ -123,6 +123,14 @@ func wiretap(t *testing.T) string {
 	if addr := os.Getenv("WIRETAP_DIFF_ADDR"); addr != "" {
 		return addr
 	}
+	_, addr := wiretapBroker(t)
+	return addr
+}
+
+// wiretapBroker starts an in-process broker with RabbitMQ's defaults,
+// stopped when the test ends.
+func wiretapBroker(t *testing.T) (*broker.Broker, string) {
+	t.Helper()
 	b, err := broker.New(broker.Config{})
 	if err != nil {
 		t.Fatalf("broker.New: %v", err)
@@ -155,5 +163,5 @@ func wiretap(t *testing.T) string {
 		}
 		ln.Close()
 	})
-	return ln.Addr().String()
+	return b, ln.Addr().String()
 }
