@@ -40,13 +40,18 @@ func Materialize(b []byte, off int, key string) *decode.Field {
 	return m.value(v, key, "", "", 0)
 }
 
+// errTooDeep stands for a value nested past maxDepth.
+const errTooDeep = "error: not decoded: nested more than 64 levels deep (the depth limit)"
+
 // value materialises v. typ is the spec type the context expects ("role",
 // "*delivery-state", ""), used to name restricted choices.
 func (m *materializer) value(v Value, key, name, typ string, depth int) *decode.Field {
 	f := &decode.Field{Key: key, Name: name}
 	m.span(f, v.Start, v.End)
 	if depth > maxDepth {
-		f.Display = "error: nested too deeply"
+		// A value, not only a Display: JSON renders Value, and showed null.
+		f.Value = errTooDeep
+		f.Display = errTooDeep
 		return f
 	}
 	if v.Described() {
@@ -291,7 +296,8 @@ func (m *materializer) primitive(f *decode.Field, v Value, depth int) {
 
 func (m *materializer) iterError(f *decode.Field, it *Items) {
 	if err := it.Err(); err != nil {
-		f.Add(&decode.Field{Key: "error", Display: err.Error()})
+		msg := err.Error()
+		f.Add(&decode.Field{Key: "error", Value: msg, Display: msg})
 	}
 }
 

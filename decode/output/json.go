@@ -18,6 +18,33 @@ type JSONOptions struct {
 	// NoFields leaves out the field tree (cheaper; used by exports of
 	// summaries only).
 	NoFields bool
+	// MaxFieldBytes elides the field tree of a unit longer than this many
+	// bytes, with a note in "fields_elided" (0: DefaultMaxFieldBytes;
+	// negative: no limit). Rendering costs time in proportion to the tree,
+	// and a hostile 2 MB headers table is a tree of 200k fields.
+	MaxFieldBytes int
+	// MaxFields stops rendering a unit's tree after this many fields, with
+	// a note in "fields_elided" (0: DefaultMaxFields; negative: no limit):
+	// it bounds trees that are large for their unit's length, such as an
+	// AMQP 1.0 message reassembled from many transfers.
+	MaxFields int
+}
+
+// Defaults of [JSONOptions] limits.
+const (
+	DefaultMaxFieldBytes = 1 << 20
+	DefaultMaxFields     = 100000
+)
+
+func (o JSONOptions) limits() (maxBytes, maxFields int) {
+	maxBytes, maxFields = o.MaxFieldBytes, o.MaxFields
+	if maxBytes == 0 {
+		maxBytes = DefaultMaxFieldBytes
+	}
+	if maxFields == 0 {
+		maxFields = DefaultMaxFields
+	}
+	return maxBytes, maxFields
 }
 
 // JSON writes one object per line per unit, with the keys of INTERFACES.md.
@@ -112,9 +139,24 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 		b = append(b, '}')
 	}
 	if !opt.NoFields {
-		if fs := u.Fields(); len(fs) > 0 {
+		maxBytes, maxFields := opt.limits()
+		if maxBytes >= 0 && u.Len > maxBytes {
+			b = append(b, `,"fields_elided":"unit of `...)
+			b = strconv.AppendInt(b, int64(u.Len), 10)
+			b = append(b, ` bytes: fields are rendered for units of at most `...)
+			b = strconv.AppendInt(b, int64(maxBytes), 10)
+			b = append(b, ` bytes"`...)
+		} else if fs := u.Fields(); len(fs) > 0 {
+			r := fieldRender{left: maxFields}
 			b = append(b, `,"fields":`...)
-			b = appendFieldMap(b, fs)
+			b = r.appendMap(b, fs)
+			if r.elided > 0 {
+				b = append(b, `,"fields_elided":"`...)
+				b = strconv.AppendInt(b, int64(r.elided), 10)
+				b = append(b, ` fields not rendered: at most `...)
+				b = strconv.AppendInt(b, int64(maxFields), 10)
+				b = append(b, ` are rendered per unit"`...)
+			}
 		}
 	}
 	if len(u.Warnings()) > 0 {
@@ -139,20 +181,65 @@ func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
 	return append(b, '}')
 }
 
-// appendFieldMap renders fields as an object keyed by Key; a key used twice
+// fieldRender renders a field tree up to a number of fields.
+type fieldRender struct {
+	left   int // fields still to render; negative: no limit
+	elided int // fields (at any depth) not rendered
+	// compares counts key comparisons made to number repeated keys: the
+	// tests' proof that numbering them stays linear.
+	compares int
+}
+
+// take reports whether f is rendered, counting it and, if not, its
+// descendants.
+func (r *fieldRender) take(f *decode.Field) bool {
+	if r.left < 0 {
+		return true
+	}
+	if r.left > 0 {
+		r.left--
+		return true
+	}
+	r.elided += countFields(f)
+	return false
+}
+
+func countFields(f *decode.Field) int {
+	n := 1
+	for _, k := range f.Kids {
+		n += countFields(k)
+	}
+	return n
+}
+
+// appendMap renders fields as an object keyed by Key; a key used twice
 // gets a "#2" suffix so the object stays valid for every JSON parser.
-func appendFieldMap(b []byte, fs []*decode.Field) []byte {
+func (r *fieldRender) appendMap(b []byte, fs []*decode.Field) []byte {
 	b = append(b, '{')
+	// Small levels (nearly all) count earlier occurrences of a key by
+	// scanning; past smallLevel keys that scan would be quadratic (a headers
+	// table or a 1.0 map with 200k keys took minutes), so a map counts them.
+	var seen map[string]int
+	if len(fs) > smallLevel {
+		seen = make(map[string]int, len(fs))
+	}
 	for i, f := range fs {
+		if !r.take(f) {
+			continue
+		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		// Repeated keys are rare and levels are small: count earlier
-		// occurrences instead of keeping a map.
 		n := 1
-		for _, g := range fs[:i] {
-			if g.Key == f.Key {
-				n++
+		if seen != nil {
+			n = seen[f.Key] + 1
+			seen[f.Key] = n
+		} else {
+			r.compares += i
+			for _, g := range fs[:i] {
+				if g.Key == f.Key {
+					n++
+				}
 			}
 		}
 		if n == 1 {
@@ -161,24 +248,31 @@ func appendFieldMap(b []byte, fs []*decode.Field) []byte {
 			b = AppendString(b, f.Key+"#"+strconv.Itoa(n))
 		}
 		b = append(b, ':')
-		b = appendFieldValue(b, f)
+		b = r.appendValue(b, f)
 	}
 	return append(b, '}')
 }
 
-func appendFieldValue(b []byte, f *decode.Field) []byte {
+// smallLevel is the number of keys up to which appendMap finds
+// repeated keys without a map.
+const smallLevel = 32
+
+func (r *fieldRender) appendValue(b []byte, f *decode.Field) []byte {
 	switch {
 	case f.Kind == decode.KindList:
 		b = append(b, '[')
 		for i, k := range f.Kids {
+			if !r.take(k) {
+				continue
+			}
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendFieldValue(b, k)
+			b = r.appendValue(b, k)
 		}
 		return append(b, ']')
 	case f.Kind == decode.KindMap, f.Value == nil && len(f.Kids) > 0:
-		return appendFieldMap(b, f.Kids)
+		return r.appendMap(b, f.Kids)
 	}
 	return AppendValue(b, f.Value)
 }
