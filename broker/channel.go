@@ -71,6 +71,17 @@ type publishing struct {
 	// overrun: a body frame went past the header's body-size. RabbitMQ's
 	// assembler then never completes the message, and so neither do we.
 	overrun bool
+	// counted is what the body frames so far added to the memory
+	// accounting; dropContent or complete takes it back.
+	counted int64
+}
+
+// dropContent forgets the message being assembled, and its bytes.
+func (ch *channel) dropContent() {
+	if n := ch.pub.counted; n != 0 {
+		ch.c.b.mem.shrink(n)
+	}
+	ch.pub = publishing{}
 }
 
 type txPublish struct {
@@ -261,7 +272,7 @@ func (ch *channel) unexpectedFrame() *amqpError {
 func (ch *channel) softError(e *amqpError) {
 	ch.c.logf("channel ", itoa(int(ch.id)), ": ", itoa(int(e.code)), " ", e.text)
 	ch.closing = true
-	ch.pub = publishing{}
+	ch.dropContent()
 	ch.c.send(func(out []byte) []byte {
 		return amqp091.AppendMethodFrame(out, ch.id, &amqp091.ChannelClose{
 			ReplyCode: e.code, ReplyText: replyText(e.text), ClassID: e.classID, MethodID: e.methodID})
@@ -297,7 +308,17 @@ func (ch *channel) release() {
 	}
 	var es []queue.Entry
 	settleGroups(pending, settleRequeue, &es)
-	ch.txPubs, ch.txAcks = nil, nil
+	ch.dropContent()
+	ch.dropTx()
+}
+
+// dropTx forgets an open transaction's publishes and acks.
+func (ch *channel) dropTx() {
+	for i := range ch.txPubs {
+		ch.c.b.mem.release(ch.txPubs[i].msg)
+	}
+	clear(ch.txPubs)
+	ch.txPubs, ch.txAcks = ch.txPubs[:0], ch.txAcks[:0]
 }
 
 // detachConsumer removes c from its queue, deleting an auto-delete queue
@@ -622,6 +643,7 @@ func (ch *channel) method(m amqp091.Method) *amqpError {
 		}
 		return nil
 	case *amqp091.BasicPublish:
+		ch.c.b.mem.waitUnblocked(ch.c)
 		ch.pub = publishing{
 			stage: 1, exchange: ch.lastExchange.intern(m.Exchange), routingKey: ch.lastKey.intern(m.RoutingKey),
 			mandatory: m.Mandatory, immediate: m.Immediate,
@@ -693,7 +715,7 @@ func (ch *channel) method(m amqp091.Method) *amqpError {
 		if !ch.tx {
 			return errorf(406, "channel is not transactional")
 		}
-		ch.txPubs, ch.txAcks = ch.txPubs[:0], ch.txAcks[:0]
+		ch.dropTx()
 		ch.sendMethod(&amqp091.TxRollbackOk{})
 		return nil
 	}

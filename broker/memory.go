@@ -61,17 +61,34 @@ func (b *Broker) SetMemoryHighWatermark(limit int64) { b.mem.setLimit(limit) }
 
 func messageBytes(msg *queue.Message) int64 { return int64(len(msg.Body) + len(msg.Header)) }
 
-// hold counts a message stored in one more queue.
+// hold counts one more holder of a message (a queue entry, an open
+// transaction): its bytes count once, however many queues hold it.
 func (m *memory) hold(msg *queue.Message) {
-	if m.used.Add(messageBytes(msg)) > m.limit.Load() {
+	if msg.Holders.Add(1) == 1 {
+		m.grow(messageBytes(msg))
+	}
+}
+
+// release counts a holder letting a message go (delivered without ack,
+// acknowledged, dropped, rolled back); the last one frees its bytes.
+func (m *memory) release(msg *queue.Message) {
+	if msg.Holders.Add(-1) == 0 {
+		m.shrink(messageBytes(msg))
+	}
+}
+
+// grow counts n more bytes held: a message's, or the body frames of one
+// still arriving.
+func (m *memory) grow(n int64) {
+	if m.used.Add(n) > m.limit.Load() {
 		m.blocked.Store(true)
 	}
 }
 
-// release counts a message leaving a queue (delivered without ack,
-// acknowledged, dropped).
-func (m *memory) release(msg *queue.Message) {
-	if m.used.Add(-messageBytes(msg)) <= m.limit.Load() && m.blocked.Load() {
+// shrink counts n bytes no longer held, clearing the alarm below the
+// watermark.
+func (m *memory) shrink(n int64) {
+	if m.used.Add(-n) <= m.limit.Load() && m.blocked.Load() {
 		m.mu.Lock()
 		if l := m.limit.Load(); l > 0 && m.used.Load() <= l {
 			m.blocked.Store(false)
@@ -81,7 +98,11 @@ func (m *memory) release(msg *queue.Message) {
 	}
 }
 
-// waitUnblocked holds a publishing connection while the alarm is on.
+// waitUnblocked holds a publishing connection while the alarm is on. It
+// runs when a basic.publish arrives, as RabbitMQ's reader blocks: the
+// connection stops reading there (TCP backpressure), so a blocked
+// publisher starts no new message; the body frames of one under way still
+// count against the watermark.
 func (m *memory) waitUnblocked(c *conn) {
 	if !m.blocked.Load() {
 		return

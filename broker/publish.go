@@ -69,9 +69,13 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 	if p.overrun || uint64(len(p.body))+uint64(len(f.Payload)) > p.bodySize {
 		p.overrun = true
 		p.body = p.body[:0]
+		ch.c.b.mem.shrink(p.counted)
+		p.counted = 0
 		return nil
 	}
 	p.body = append(p.body, f.Payload...)
+	p.counted += int64(len(f.Payload))
+	ch.c.b.mem.grow(int64(len(f.Payload)))
 	if uint64(len(p.body)) == p.bodySize {
 		return ch.complete()
 	}
@@ -82,7 +86,7 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 // its order.
 func (ch *channel) complete() *amqpError {
 	p := ch.pub
-	ch.pub = publishing{}
+	ch.dropContent() // the queues that take it count it again
 	c := ch.c
 	if p.other {
 		return &amqpError{code: 503, text: "COMMAND_INVALID - unimplemented method", classID: p.classID, methodID: p.methodID}
@@ -138,10 +142,10 @@ func (ch *channel) complete() *amqpError {
 		} else if internal {
 			return ids(errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name)))
 		}
+		c.b.mem.hold(msg) // until commit or rollback
 		ch.txPubs = append(ch.txPubs, txPublish{p: p, msg: msg})
 		return nil
 	}
-	c.b.mem.waitUnblocked(c)
 	return ids2(ch.deliverPublished(p, msg, routeHeaders))
 }
 
@@ -258,10 +262,15 @@ func (ch *channel) flushConfirms() {
 func (ch *channel) commit() *amqpError {
 	pubs, acks := ch.txPubs, ch.txAcks
 	ch.txPubs, ch.txAcks = nil, nil
-	for _, t := range pubs {
-		if e := ch.deliverPublished(t.p, t.msg, headersOf(t.msg.Header)); e != nil {
+	for i, t := range pubs {
+		e := ch.deliverPublished(t.p, t.msg, headersOf(t.msg.Header))
+		if e != nil {
+			for _, r := range pubs[i:] {
+				ch.c.b.mem.release(r.msg)
+			}
 			return e
 		}
+		ch.c.b.mem.release(t.msg) // the queues hold it now
 	}
 	for _, a := range acks {
 		if e := ch.settle(a.kind, a.tag, a.multiple, a.requeue); e != nil {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -230,6 +231,9 @@ func expect[M amqp091.Method](t testing.TB, fr *amqp091.FrameReader) M {
 		}
 		want, ok := m.(M)
 		if !ok {
+			if cl, isClose := m.(*amqp091.ConnectionClose); isClose {
+				t.Fatalf("got connection.close %d %s", cl.ReplyCode, cl.ReplyText)
+			}
 			t.Fatalf("got %s", m.Name())
 		}
 		return want
@@ -497,4 +501,100 @@ func TestAnnouncedBodySizeIsNotReserved(t *testing.T) {
 	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 512<<20 {
 		t.Fatalf("heap grew %d MiB for announced, unsent bodies", grown>>20)
 	}
+}
+
+// TestMemoryAccounting: what the watermark counts. A message in ten queues
+// counts once; body frames count as they arrive, before the message is
+// whole; a transaction's publishes count until commit or rollback; and
+// everything is given back when the messages go.
+func TestMemoryAccounting(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	used := func() int64 { return b.mem.used.Load() }
+	waitUsed := func(what string, want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for used() != want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := used(); got != want {
+			t.Fatalf("%s: %d bytes counted, want %d", what, got, want)
+		}
+	}
+	_, ch := dial(t, url)
+	if err := ch.ExchangeDeclare("fan", "fanout", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		q := "acct-" + strconv.Itoa(i)
+		if _, err := ch.QueueDeclare(q, false, true, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind(q, "", "fan", false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := bytes.Repeat([]byte("b"), 1000)
+	if err := ch.Publish("fan", "", false, false, amqp.Publishing{Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	q0, err := ch.QueueDeclarePassive("acct-9", false, true, false, false, nil)
+	if err != nil || q0.Messages != 1 {
+		t.Fatalf("acct-9: %+v %v", q0, err)
+	}
+	one := used()
+	if one < 1000 || one > 1100 {
+		t.Fatalf("one 1000-byte message in ten queues counts %d bytes, want it once (header and body)", one)
+	}
+	for i := range 9 {
+		if _, err := ch.QueuePurge("acct-"+strconv.Itoa(i), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUsed("purged from nine of ten queues", one)
+	if _, err := ch.QueuePurge("acct-9", false); err != nil {
+		t.Fatal(err)
+	}
+	waitUsed("purged from all", 0)
+
+	// A transaction's publishes, until rollback.
+	if err := ch.Tx(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := ch.Publish("fan", "", false, false, amqp.Publishing{Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ch.QueueDeclarePassive("acct-0", false, true, false, false, nil); err != nil { // a round trip
+		t.Fatal(err)
+	}
+	if got := used(); got != 3*one {
+		t.Fatalf("three uncommitted publishes count %d bytes, want %d", got, 3*one)
+	}
+	if err := ch.TxRollback(); err != nil {
+		t.Fatal(err)
+	}
+	waitUsed("rolled back", 0)
+
+	// Body frames as they arrive, given back when the connection goes.
+	nc, err := net.Dial("tcp", addrOf(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fr := amqp091.NewFrameReader(nc)
+	rawHandshake(t, nc, fr)
+	out := amqp091.AppendMethodFrame(nil, 1, &amqp091.ChannelOpen{})
+	out = amqp091.AppendMethodFrame(out, 1, &amqp091.BasicPublish{Exchange: []byte("fan")})
+	out = amqp091.AppendHeaderFrame(out, 1, &amqp091.ContentHeader{ClassID: 60, BodySize: 1 << 20})
+	out = amqp091.AppendBodyFrames(out, 1, bytes.Repeat([]byte("p"), 100000), 131072)
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	expect[*amqp091.ChannelOpenOk](t, fr)
+	waitUsed("100000 bytes of a body under way", 100000)
+	// A method now would be a 505 connection error; the client vanishes
+	// mid-message instead.
+	nc.Close()
+	waitUsed("the connection gone mid-message", 0)
 }

@@ -251,7 +251,7 @@ func TestLiveInvalidMessage(t *testing.T) {
 		switch {
 		case want == nil && got == nil:
 			if m.Persistent != (p.DeliveryMode == 2) || m.Priority != p.Priority {
-				t.Errorf("%+v: parsed %+v", p, m)
+				t.Errorf("%+v: parsed persistent=%v priority=%d expiration=%d", p, m.Persistent, m.Priority, m.Expiration)
 			}
 		case want == nil || got == nil:
 			t.Errorf("%+v: RabbitMQ %v, ParseProperties %v", p, want, got)

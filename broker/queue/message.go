@@ -2,6 +2,7 @@ package queue
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
@@ -24,6 +25,10 @@ type Message struct {
 	Expiration int64
 	Priority   uint8
 	Persistent bool
+	// Holders counts the queue entries and open transactions holding
+	// the message, so a message routed to many queues is counted once
+	// against the broker's memory watermark. Only the broker uses it.
+	Holders atomic.Int32
 }
 
 // NewMessage returns the message published to exchange with routingKey,
