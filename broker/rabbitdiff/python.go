@@ -106,5 +106,6 @@ func pythonWorkloads() []Workload {
 		pythonWorkload("pyamqp-errors", "amqp"),
 		pythonWorkload("pyamqp-consume", "amqp"),
 		pythonWorkload("pyamqp-headers", "amqp"),
+		pythonWorkload("kombu-basic", "kombu"),
 	}
 }
