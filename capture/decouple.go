@@ -11,12 +11,36 @@ import (
 // before it drops (and reports as a gap) what a slow handler cannot take.
 const DefaultDecoupledBuffer = 64 << 20
 
+// GapDecoderBehind is the reason a [Decoupled] gives for the bytes it did
+// not hand on: the handler was too far behind to take them.
+const GapDecoderBehind = "decoder behind"
+
+// GapExplainer is implemented by handlers that can show why bytes are
+// missing. A source that drops bytes for a reason of its own, rather than
+// because the capture lost them, reports them with [ExplainGap].
+type GapExplainer interface {
+	// GapBecause is [Handler.Gap] with a reason ("decoder behind"): the
+	// handler shows "n bytes not decoded: reason" where it shows units.
+	GapBecause(f *Flow, fromA bool, n int, reason string, t time.Time)
+}
+
+// ExplainGap calls h.GapBecause when h is a [GapExplainer], h.Gap
+// otherwise.
+func ExplainGap(h Handler, f *Flow, fromA bool, n int, reason string, t time.Time) {
+	if e, ok := h.(GapExplainer); ok {
+		e.GapBecause(f, fromA, n, reason, t)
+		return
+	}
+	h.Gap(f, fromA, n, t)
+}
+
 // Decoupled hands the bytes of sources that forward traffic (the proxy,
 // the broker's tap) to a [Serial] from a goroutine of its own, so that
 // forwarding never waits for decoding: a connection copies its bytes into
 // the buffer and goes on. When the handler falls behind by more than the
 // buffer, the bytes that do not fit are counted instead of copied and
-// reach the handler as a gap of that size before the next bytes of the
+// reach the handler as a gap of that size, explained as
+// [GapDecoderBehind] (see [ExplainGap]), before the next bytes of the
 // same direction; the traffic itself is untouched.
 //
 // Producers append to one buffer; the handler's goroutine swaps it with a
@@ -177,7 +201,7 @@ func (t *Decoupled) run() {
 				case itemData:
 					t.out.Data(it.f.f, it.fromA, batch.bytes[it.from:it.to], it.t)
 				case itemGap:
-					t.out.Gap(it.f.f, it.fromA, it.gap, it.t)
+					t.out.GapBecause(it.f.f, it.fromA, it.gap, GapDecoderBehind, it.t)
 				case itemClose:
 					t.out.Close(it.f.f, it.t)
 				}

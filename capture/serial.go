@@ -41,6 +41,14 @@ func (s *Serial) Gap(f *Flow, fromA bool, n int, t time.Time) {
 	s.h.Gap(f, fromA, n, t)
 }
 
+// GapBecause implements [GapExplainer], passing the reason on to a
+// handler that shows it.
+func (s *Serial) GapBecause(f *Flow, fromA bool, n int, reason string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ExplainGap(s.h, f, fromA, n, reason, t)
+}
+
 // Close implements [Handler].
 func (s *Serial) Close(f *Flow, t time.Time) {
 	s.mu.Lock()
@@ -66,6 +74,12 @@ func (m multiHandler) Data(f *Flow, fromA bool, data []byte, t time.Time) {
 func (m multiHandler) Gap(f *Flow, fromA bool, n int, t time.Time) {
 	for _, h := range m {
 		h.Gap(f, fromA, n, t)
+	}
+}
+
+func (m multiHandler) GapBecause(f *Flow, fromA bool, n int, reason string, t time.Time) {
+	for _, h := range m {
+		ExplainGap(h, f, fromA, n, reason, t)
 	}
 }
 
