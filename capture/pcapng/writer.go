@@ -88,6 +88,19 @@ func (w *Writer) Flush() error {
 	return w.ng.Flush()
 }
 
+// Begin writes the section header and an interface of the given link type
+// now, rather than with the first packet: a file written as traffic
+// arrives is then a valid (empty) capture from the start.
+func (w *Writer) Begin(link layers.LinkType) error {
+	if w.err != nil {
+		return w.err
+	}
+	if _, err := w.iface(link); err != nil {
+		w.err = errors.Join(errors.New("pcapng: writing section header"), err)
+	}
+	return w.err
+}
+
 // Close writes the header of an empty capture if no packet was written,
 // then flushes. It does not close the underlying writer.
 func (w *Writer) Close() error {

@@ -154,7 +154,7 @@ func newBrokerCmd() *cobra.Command {
 	var (
 		f        decodeFlags
 		bf       brokerFlags
-		writeTo  string
+		w        writeFlags
 		headless bool
 	)
 	cmd := &cobra.Command{
@@ -179,10 +179,10 @@ func newBrokerCmd() *cobra.Command {
 					fmt.Fprintln(os.Stderr, n)
 				}
 			}
-			return runBroker(&f, &bf, headless, writeTo)
+			return runBroker(&f, &bf, headless, w)
 		},
 	}
-	cmd.Flags().StringVarP(&writeTo, "write", "w", "", "record the broker's traffic to this pcapng file (synthesised TCP)")
+	w.register(cmd, "record the broker's traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	bf.register(cmd)
 	f.register(cmd)
@@ -191,7 +191,7 @@ func newBrokerCmd() *cobra.Command {
 
 // runBroker listens first, so a taken port is one clear line before any
 // TUI starts; without a terminal it runs headless.
-func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) error {
+func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, writeTo string) e
 		o.Broker = runningBroker{&running}
 		o.Routes = runningBroker{&running}
 	}
-	return liveRun(f, headless, "broker "+ln.Addr().String(), writeTo, true, src, exportDefs, brokerLog, panel)
+	return liveRun(f, headless, "broker "+ln.Addr().String(), w, true, src, exportDefs, brokerLog, panel)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }

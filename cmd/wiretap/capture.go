@@ -16,7 +16,7 @@ func newCaptureCmd() *cobra.Command {
 		f        decodeFlags
 		iface    string
 		bpf      string
-		writeTo  string
+		w        writeFlags
 		engine   string
 		headless bool
 	)
@@ -44,12 +44,12 @@ packets to a pcapng file as they are captured.`,
 				}, h)
 				return err
 			}
-			return liveRun(&f, headless, "capture "+iface, writeTo, false, src)
+			return liveRun(&f, headless, "capture "+iface, w, false, src)
 		},
 	}
 	cmd.Flags().StringVarP(&iface, "interface", "i", "", "interface to capture on (\"any\" for all)")
 	cmd.Flags().StringVarP(&bpf, "filter-capture", "f", "", "libpcap capture filter, e.g. 'tcp port 5672'")
-	cmd.Flags().StringVarP(&writeTo, "write", "w", "", "also write the captured packets to this pcapng file")
+	w.register(cmd, "also write the captured packets to this pcapng file as they are captured")
 	cmd.Flags().StringVar(&engine, "engine", live.EngineAuto, "capture engine: auto, dumpcap or afpacket")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	f.register(cmd)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
-	"github.com/wiretap-dev/wiretap/capture/pcapng"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/pipeline"
 	"github.com/wiretap-dev/wiretap/tui"
@@ -24,42 +23,30 @@ const liveFlush = 50 * time.Millisecond
 // not nil, receives every packet record (sources that have packets).
 type liveSource func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error
 
-// liveRun runs src into a pipeline, headless or under the TUI. writeTo names
-// a pcapng file to record to: packets as captured when the source has
-// them (synthesised=false), else TCP packets synthesised from the streams.
-func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised bool, src liveSource, tuiOpts ...func(*tui.Options)) error {
+// liveRun runs src into a pipeline, headless or under the TUI. w.path
+// names a pcapng file to record to as traffic passes: packets as captured
+// when the source has them (synthesised=false), else TCP packets
+// synthesised from the streams.
+func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesised bool, src liveSource, tuiOpts ...func(*tui.Options)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var (
-		rec      *pcapng.Writer
-		recFile  *os.File
-		recBuf   *bufio.Writer
 		tap      func(*capture.Packet)
 		handlers []capture.Handler
 	)
-	if writeTo != "" {
-		fh, err := os.Create(writeTo)
+	if w.path != "" {
+		rec, err := openRecording(w, synthesised)
 		if err != nil {
 			return inputErr(err)
 		}
-		recFile = fh
-		recBuf = bufio.NewWriterSize(fh, 256<<10)
-		rec = pcapng.NewWriter(recBuf)
 		if synthesised {
-			handlers = append(handlers, pcapng.NewSynth(rec))
+			// First: the file gets each chunk before it is decoded.
+			handlers = append(handlers, rec)
 		} else {
-			tap = func(p *capture.Packet) {
-				if err := rec.WritePacket(p); err != nil {
-					fmt.Fprintln(os.Stderr, "wiretap: writing", writeTo+":", err)
-				}
-			}
+			tap = rec.WritePacket
 		}
-		defer func() {
-			rec.Close()
-			recBuf.Flush()
-			recFile.Close()
-		}()
+		defer rec.end()
 	}
 	decodeAs, _ := f.decodeAsMap()
 	if headless {
@@ -73,6 +60,13 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		// within liveFlush, without a write per unit.
 		var mu sync.Mutex
 		sink := func(u *decode.Unit) {
+			if pr.trace != nil && u.Type == "gap" && u.Parent == nil && u.Conn != nil {
+				// pqtrace has no line for what was not decoded: say it
+				// apart, as for unrecognised connections.
+				for _, w := range u.Warnings() {
+					fmt.Fprintf(os.Stderr, "wiretap: conn %d %s: %s\n", u.Conn.ID, u.Dir, w)
+				}
+			}
 			mu.Lock()
 			pr.Unit(u)
 			mu.Unlock()
@@ -97,10 +91,12 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 			}
 		}()
 		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
-		h := capture.MultiHandler(append([]capture.Handler{pl}, handlers...)...)
+		watch := newProtoWatch(pl, func(msg string) { fmt.Fprintln(os.Stderr, msg) })
+		h := capture.MultiHandler(append(handlers, watch)...)
 		err = src(ctx, capture.NewSerial(h), tap)
 		close(stopFlush)
 		<-flushed
+		watch.finish(time.Now())
 		pl.Finish()
 		if ferr := pr.finish(pl); ferr != nil && err == nil {
 			err = ferr
@@ -111,6 +107,6 @@ func liveRun(f *decodeFlags, headless bool, title, writeTo string, synthesised b
 		return nil
 	}
 	return runTUI(ctx, f, title, true, decodeAs, func(ctx context.Context, h capture.Handler) error {
-		return src(ctx, capture.NewSerial(capture.MultiHandler(append([]capture.Handler{h}, handlers...)...)), tap)
+		return src(ctx, capture.NewSerial(capture.MultiHandler(append(handlers, h)...)), tap)
 	}, nil, tuiOpts...)
 }

@@ -19,7 +19,7 @@ func newProxyCmd() *cobra.Command {
 		ups      []string
 		certs    []string
 		keys     []string
-		writeTo  string
+		w        writeFlags
 		headless bool
 	)
 	cmd := &cobra.Command{
@@ -56,14 +56,14 @@ reached over TLS. No privileges are needed.`,
 				p := &proxy.Proxy{Routes: routes, Handler: h}
 				return p.Serve(ctx)
 			}
-			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), writeTo, true, src)
+			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listens, "listen", nil, "address to accept clients on (repeatable)")
 	cmd.Flags().StringArrayVar(&ups, "upstream", nil, "server to forward to, host:port or tls://host:port (repeatable)")
 	cmd.Flags().StringArrayVar(&certs, "tls-cert", nil, "PEM certificate to terminate TLS with")
 	cmd.Flags().StringArrayVar(&keys, "tls-key", nil, "PEM key for --tls-cert")
-	cmd.Flags().StringVarP(&writeTo, "write", "w", "", "record the proxied traffic to this pcapng file (synthesised TCP)")
+	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	f.register(cmd)
 	return cmd
