@@ -8,5 +8,12 @@
 // so the handler sees the protocol in clear; toward the upstream it speaks
 // plain TCP, or TLS when the upstream address is written tls://host:port.
 // A connection that fails (upstream unreachable, TLS handshake refused,
-// reset) is closed and logged; the others go on.
+// reset) is closed and logged; the others go on. A reset from either end
+// is passed on to the other as a reset (SO_LINGER 0), not turned into an
+// orderly FIN.
+//
+// Forwarding never waits for decoding: each read is copied into a
+// bounded [capture.Decoupled] before it is written on, and when the
+// handler falls behind by more than [Proxy.DecodeBuffer] it is given a
+// gap explained as [capture.GapDecoderBehind] instead of the bytes.
 package proxy

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -222,38 +223,73 @@ func (p *Proxy) handle(ctx context.Context, r Route, client net.Conn, track func
 
 	f := p.dec.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pipe(f, true, client, up) })
-	p.pipe(f, false, up, client)
+	var resetBy [2]bool // [0]: the client reset, [1]: the upstream
+	wg.Go(func() { resetBy[0] = p.pipe(f, true, client, up) })
+	resetBy[1] = p.pipe(f, false, up, client)
 	wg.Wait()
 	p.dec.Close(f)
+	switch {
+	case resetBy[1]:
+		p.logf("proxy: %s: client %s: upstream %s reset the connection; reset passed on to the client", r.Listen, client.RemoteAddr(), r.Upstream)
+	case resetBy[0]:
+		p.logf("proxy: %s: client %s reset the connection; reset passed on to upstream %s", r.Listen, client.RemoteAddr(), r.Upstream)
+	}
 }
 
 // pipe copies src to dst, handing each read to the decoupled handler
 // before writing it on, so the handler sees bytes in the order they pass
-// without the copy waiting for it. At the end of
-// src it half-closes dst; on an error it closes both.
-func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) {
+// without the copy waiting for it. At the end of src it half-closes dst.
+// A reset of src is passed on as a reset of dst (and one of dst back to
+// src), so each end sees the fault the other saw, not an orderly FIN;
+// other errors close both. It reports whether src was reset.
+func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) (srcReset bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.dec.Data(f, fromA, buf[:n])
 			if _, werr := dst.Write(buf[:n]); werr != nil {
-				src.Close()
+				if isReset(werr) {
+					abort(src)
+				} else {
+					src.Close()
+				}
 				dst.Close()
-				return
+				return false
 			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
 				closeWrite(dst)
-			} else {
+			case isReset(err):
+				abort(dst)
+				src.Close()
+				return true
+			default:
 				src.Close()
 				dst.Close()
 			}
-			return
+			return false
 		}
 	}
+}
+
+// isReset reports a connection reset by its peer.
+func isReset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// abort closes c with a TCP RST (SO_LINGER 0) instead of a FIN; a TLS
+// connection is cut under its TLS layer, without a close_notify.
+func abort(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 func closeWrite(c net.Conn) {

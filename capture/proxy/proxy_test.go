@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -415,5 +417,88 @@ func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 	}
 	if h.gaps == 0 {
 		t.Fatal("the stuck handler was given no gap: the buffer was not bounded")
+	}
+}
+
+// TestResetPassedOn: a reset from either end reaches the other end as a
+// reset (ECONNRESET), not as an orderly end of stream, and is logged.
+func TestResetPassedOn(t *testing.T) {
+	for _, upstreamResets := range []bool{true, false} {
+		name := "client resets"
+		if upstreamResets {
+			name = "upstream resets"
+		}
+		t.Run(name, func(t *testing.T) {
+			up := listen(t)
+			defer up.Close()
+			got := make(chan struct{}) // the client has the upstream's answer
+			upErr := make(chan error, 1)
+			go func() {
+				c, err := up.Accept()
+				if err != nil {
+					upErr <- err
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second)) // a hang fails, it is not a speed limit
+				buf := make([]byte, 2)
+				if _, err := io.ReadFull(c, buf); err != nil {
+					upErr <- err
+					return
+				}
+				c.Write([]byte("ok"))
+				<-got
+				if upstreamResets {
+					c.(*net.TCPConn).SetLinger(0)
+					c.Close()
+					upErr <- nil
+					return
+				}
+				_, err = c.Read(buf)
+				upErr <- err
+			}()
+			var logs []string
+			var logMu sync.Mutex
+			h := newCollector()
+			ln := listen(t)
+			startProxy(t, &proxy.Proxy{Routes: []proxy.Route{{Listen: ln.Addr().String(), Upstream: up.Addr().String()}}, Handler: h,
+				Log: func(msg string) { logMu.Lock(); logs = append(logs, msg); logMu.Unlock() }}, ln)
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Write([]byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 2)
+			if _, err := io.ReadFull(c, buf); err != nil {
+				t.Fatal(err)
+			}
+			if !upstreamResets {
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			}
+			close(got)
+			var end error
+			if upstreamResets {
+				_, end = c.Read(buf)
+				if err := <-upErr; err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				end = <-upErr
+			}
+			if !errors.Is(end, syscall.ECONNRESET) {
+				t.Fatalf("the other end saw %v, want a reset (ECONNRESET)", end)
+			}
+			<-h.closed
+			logMu.Lock()
+			defer logMu.Unlock()
+			if len(logs) != 1 || !strings.Contains(logs[0], "reset the connection") {
+				t.Fatalf("logged %q, want one line about the reset", logs)
+			}
+		})
 	}
 }
