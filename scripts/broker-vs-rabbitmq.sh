@@ -1,52 +1,89 @@
 #!/usr/bin/env bash
-# broker-vs-rabbitmq.sh: the same load, from `wiretap bench`, against
-# RabbitMQ and against wiretap's embedded broker, in alternation; prints
+# broker-vs-rabbitmq.sh: the same loads against RabbitMQ and against
+# wiretap's embedded broker, in alternation, from both load generators
+# (`wiretap bench --client wiretap`, wiretap's own AMQP codec, and
+# `--client amqp091-go`, github.com/rabbitmq/amqp091-go), and prints
 # receive rates, p99 consumer latency and the ratios side by side.
 #
-#   scripts/broker-vs-rabbitmq.sh                 every scenario, 10 s each, 1 round
-#   TIME=30s ROUNDS=3 scripts/broker-vs-rabbitmq.sh
+#   scripts/broker-vs-rabbitmq.sh                     every scenario, 10 s each, 1 round
+#   DURATION=5s scripts/broker-vs-rabbitmq.sh         a short run
+#   DURATION=30s WARMUP=5s ROUNDS=3 CLIENTS=wiretap scripts/broker-vs-rabbitmq.sh
+#   ONLY=topic scripts/broker-vs-rabbitmq.sh          scenarios whose name contains "topic"
 #
 # RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/,
 # where .ci/services.sh starts it). The embedded broker runs headless on
-# 127.0.0.1:$PORT (default 5673) with its tap decoding every frame to
-# /dev/null, as `wiretap broker --headless` always does: its numbers
-# include the cost of watching.
+# 127.0.0.1:$PORT (default 5673), no management API, with its tap
+# decoding every frame to /dev/null as `wiretap broker --headless` always
+# does: its numbers include the cost of watching. Each run's JSON lines
+# are kept in $OUT (default a temporary directory, removed at the end).
+#
+# Publishers are not rate limited (PerfTest's default), so latency on a
+# broker that cannot keep up is mostly the time messages wait in the queue.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TIME=${TIME:-10s}
+DURATION=${DURATION:-${TIME:-10s}}
+WARMUP=${WARMUP:-1s}
 ROUNDS=${ROUNDS:-1}
 PORT=${PORT:-5673}
+CLIENTS=${CLIENTS:-wiretap amqp091-go}
+ONLY=${ONLY:-}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 work=$(mktemp -d)
-trap 'kill $broker_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+out=${OUT:-$work/runs}
+mkdir -p "$out"
+broker_pid=
+cleanup() {
+	if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 go build -o "$work/wiretap" ./cmd/wiretap
-"$work/wiretap" broker --headless --listen 127.0.0.1:$PORT --management "" >/dev/null 2>"$work/broker.err" &
+"$work/wiretap" broker --headless --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
 broker_pid=$!
-sleep 1
+for _ in $(seq 50); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
+	sleep 0.1
+done
 
 # name | bench flags
 scenarios=(
 	"fanout 1p1c 16 B autoack|-t fanout -s 16 -a"
-	"direct 1p1c 16 B confirms (window 1000), manual acks, qos 1000|-s 16 -c 1000 -q 1000"
-	"direct 1p1c 4 KiB autoack|-s 4096 -a"
-	"direct 10p10c 16 B autoack|-x 10 -y 10 -s 16 -a"
+	"confirms (window 1000), manual acks, qos 1000|-s 16 -c 1000 -q 1000"
+	"4 KiB bodies, autoack|-s 4096 -a"
+	"10p10c on 10 queues, autoack|-x 10 -y 10 --queues 10 -s 16 -a"
+	"topic, 1000 bindings, autoack|-t topic --bindings 1000 -s 16 -a"
+	"fanout to 10 queues, 10c, autoack|-t fanout --queues 10 -y 10 -s 16 -a"
 )
 
-run() { # URL FLAGS -> "receive_rate p99_us"
+n=0
+run() { # URL CLIENT FLAGS FILE -> "receive_rate p99_us" (or "0 0" when the run failed)
+	local f=$4
 	# shellcheck disable=SC2086
-	"$work/wiretap" bench --uri "$1" -z "$TIME" --json $2 2>/dev/null | tail -1 |
-		python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"])'
+	if ! "$work/wiretap" bench --uri "$1" --client "$2" -z "$DURATION" --warm-up "$WARMUP" --json $3 >"$f" 2>"$f.err"; then
+		echo "broker-vs-rabbitmq: run $n ($1, $2, $3) failed: $(tail -1 "$f.err")" >&2
+		echo "0 0"
+		return
+	fi
+	tail -1 "$f" | python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"])'
 }
 
-printf '%-62s %12s %12s %7s %14s %14s\n' scenario "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99"
+us() { # microseconds, readably
+	python3 -c "v=$1; print('%.1f ms' % (v/1000) if v >= 1000 else '%d us' % v)"
+}
+
+printf '%-46s %-10s %11s %11s %7s %13s %13s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99"
 for sc in "${scenarios[@]}"; do
 	name=${sc%%|*}
 	flags=${sc#*|}
-	for r in $(seq 1 "$ROUNDS"); do
-		read -r rr rp < <(run "$RABBITMQ_URL" "$flags")
-		read -r wr wp < <(run "$WIRETAP_URL" "$flags")
-		ratio=$(python3 -c "print('%.1fx' % ($wr / max($rr, 1)))")
-		printf '%-62s %12d %12d %7s %12dus %12dus\n' "$name" "$rr" "$wr" "$ratio" "$rp" "$wp"
+	case $name in *"$ONLY"*) ;; *) continue ;; esac
+	for client in $CLIENTS; do
+		for _ in $(seq 1 "$ROUNDS"); do
+			n=$((n + 1))
+			read -r rr rp < <(run "$RABBITMQ_URL" "$client" "$flags" "$out/$n-rabbitmq.json")
+			read -r wr wp < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-wiretap.json")
+			ratio=$(python3 -c "print('%.1fx' % ($wr / max($rr, 1)))")
+			printf '%-46s %-10s %11d %11d %7s %13s %13s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")"
+		done
 	done
 done

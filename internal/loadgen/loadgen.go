@@ -4,113 +4,27 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// Config describes one run. The zero value of each field but URI and
-// Duration means its PerfTest default.
-type Config struct {
-	// URI is the broker, amqp://user:pass@host:port/vhost.
-	URI string
-	// Producers (-x) and Consumers (-y): connections, one channel each.
-	// Defaults 1 and 1; a negative count means none.
-	Producers, Consumers int
-	// Size (-s) is the message body size in bytes; at least 12, the
-	// timestamp and sequence number. Default 12.
-	Size int
-	// Duration (-z) bounds the run; required.
-	Duration time.Duration
-	// ExchangeType (-t): direct, fanout, topic or headers. Default direct.
-	ExchangeType string
-	// Exchange and Queue name the topology the run declares. Defaults
-	// "wiretap.bench-<type>" (so runs of different exchange types never
-	// collide on one name) and "wiretap.bench.<random>"; the queue is
-	// deleted at the end.
-	Exchange, Queue string
-	// AutoAck (-a): consumers do not acknowledge.
-	AutoAck bool
-	// Prefetch (-q) is each consumer's basic.qos prefetch count; 0 is none.
-	Prefetch int
-	// ConfirmBatch (-c): with publisher confirms, at most this many
-	// unconfirmed messages per producer; 0 disables confirms.
-	ConfirmBatch int
-	// Persistent publishes with delivery-mode 2.
-	Persistent bool
-	// JSON prints one JSON object per line instead of PerfTest's text.
-	JSON bool
-	// Interval between progress lines. Default 1s.
-	Interval time.Duration
-	// ID names the run in the output. Default "test-HHMMSS-mmm".
-	ID string
-}
-
-func (c *Config) setDefaults() error {
-	if c.URI == "" {
-		return errors.New("loadgen: no broker URI")
-	}
-	if c.Duration <= 0 {
-		return errors.New("loadgen: duration must be positive (the run must end by itself)")
-	}
-	if c.Producers == 0 {
-		c.Producers = 1
-	}
-	if c.Consumers == 0 {
-		c.Consumers = 1
-	}
-	c.Producers, c.Consumers = max(c.Producers, 0), max(c.Consumers, 0)
-	if c.Producers == 0 && c.Consumers == 0 {
-		return errors.New("loadgen: no producers and no consumers")
-	}
-	if c.Size == 0 {
-		c.Size = bodyHeader
-	}
-	if c.Size < bodyHeader {
-		return fmt.Errorf("loadgen: message size %d is under the %d bytes of timestamp and sequence", c.Size, bodyHeader)
-	}
-	switch c.ExchangeType {
-	case "":
-		c.ExchangeType = amqp.ExchangeDirect
-	case amqp.ExchangeDirect, amqp.ExchangeFanout, amqp.ExchangeTopic, amqp.ExchangeHeaders:
-	default:
-		return fmt.Errorf("loadgen: unknown exchange type %q (want direct, fanout, topic or headers)", c.ExchangeType)
-	}
-	if c.Prefetch < 0 || c.ConfirmBatch < 0 {
-		return errors.New("loadgen: prefetch and confirm batch cannot be negative")
-	}
-	if c.Exchange == "" {
-		c.Exchange = "wiretap.bench-" + c.ExchangeType
-	}
-	if c.Queue == "" {
-		c.Queue = "wiretap.bench." + strconv.FormatUint(rand.Uint64()&0xffffff, 16)
-	}
-	if c.Interval <= 0 {
-		c.Interval = time.Second
-	}
-	if c.ID == "" {
-		now := time.Now()
-		c.ID = fmt.Sprintf("test-%s-%03d", now.Format("150405"), now.Nanosecond()/1e6)
-	}
-	return nil
-}
-
-// bodyHeader is the publish time (Unix ns) and sequence number every body starts with.
-const bodyHeader = 12
-
-const routingKey = "wiretap.bench"
-
-// Result is what a run measured.
+// Result is what a run measured, warm-up excluded.
 type Result struct {
-	ID        string        `json:"id"`
+	ID     string `json:"id"`
+	Client string `json:"client"`
+	// Elapsed is the measured time: Config.Duration unless the run ended
+	// early. Every rate is a count divided by it.
 	Elapsed   time.Duration `json:"elapsed_ns"`
+	WarmUp    time.Duration `json:"warm_up_ns"`
+	Producers int           `json:"producers"`
+	Consumers int           `json:"consumers"`
+	Queues    int           `json:"queues"`
 	Sent      uint64        `json:"sent"`
 	Confirmed uint64        `json:"confirmed"`
 	Nacked    uint64        `json:"nacked"`
@@ -126,63 +40,134 @@ type Result struct {
 	ConfirmLatency  Percentiles `json:"confirm_latency"`
 }
 
-// stats is shared by every producer and consumer of a run.
-type stats struct {
-	sent, confirmed, nacked, returned, received atomic.Uint64
-
-	mu                         sync.Mutex
-	consumerIvl, consumerTotal histogram
-	confirmIvl, confirmTotal   histogram
+// worker holds one producer's or consumer's counters and latencies. Each
+// worker has its own, so they never contend; the reporter takes them all
+// under the worker's lock, so a count and its latencies always agree.
+type worker struct {
+	mu    sync.Mutex
+	n     counts
+	lat   *histogram // since the reporter last took it
+	spare *histogram // the reporter's: swapped with lat, merged outside the lock
+	_     [64]byte   // keep the next worker's lock off this cache line
 }
 
-func (s *stats) latency(consumer bool, d time.Duration) {
-	s.mu.Lock()
-	if consumer {
-		s.consumerIvl.record(d)
-	} else {
-		s.confirmIvl.record(d)
+func newWorker() *worker { return &worker{lat: new(histogram), spare: new(histogram)} }
+
+func (w *worker) sent() {
+	w.mu.Lock()
+	w.n.sent++
+	w.mu.Unlock()
+}
+
+func (w *worker) returned() {
+	w.mu.Lock()
+	w.n.returned++
+	w.mu.Unlock()
+}
+
+func (w *worker) received(d time.Duration, timed bool) {
+	w.mu.Lock()
+	w.n.received++
+	if timed {
+		w.lat.record(d)
 	}
-	s.mu.Unlock()
+	w.mu.Unlock()
 }
 
-// interval returns the percentiles since the last call and folds them into
-// the totals.
-func (s *stats) interval() (consumer, confirm Percentiles) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	consumer, confirm = s.consumerIvl.percentiles(), s.confirmIvl.percentiles()
-	s.consumerTotal.add(&s.consumerIvl)
-	s.confirmTotal.add(&s.confirmIvl)
-	s.consumerIvl.reset()
-	s.confirmIvl.reset()
-	return consumer, confirm
+func (w *worker) confirmed(d time.Duration, ack bool) {
+	w.mu.Lock()
+	if ack {
+		w.n.confirmed++
+	} else {
+		w.n.nacked++
+	}
+	w.lat.record(d)
+	w.mu.Unlock()
+}
+
+// counts are a snapshot of every worker's counters.
+type counts struct{ sent, confirmed, nacked, returned, received uint64 }
+
+func (c counts) add(o counts) counts {
+	return counts{c.sent + o.sent, c.confirmed + o.confirmed, c.nacked + o.nacked, c.returned + o.returned, c.received + o.received}
+}
+
+func (c counts) sub(o counts) counts {
+	return counts{c.sent - o.sent, c.confirmed - o.confirmed, c.nacked - o.nacked, c.returned - o.returned, c.received - o.received}
+}
+
+// run is the state of one Run.
+type run struct {
+	cfg       *Config
+	producers []*worker
+	consumers []*worker
+	// interval histograms, refilled by collect; totals since measuring began.
+	consumerIvl, confirmIvl     histogram
+	consumerTotal, confirmTotal histogram
+}
+
+// collect sums every worker's counters and moves their latencies into the
+// interval histograms and, when measuring, into the totals. It returns the
+// counts and the time they were taken at: each worker is locked only to
+// read its counters and swap its histogram, so the snapshot is a moment.
+func (r *run) collect(measuring bool) (counts, time.Time) {
+	var c counts
+	for _, ws := range [2][]*worker{r.consumers, r.producers} {
+		for _, w := range ws {
+			w.mu.Lock()
+			c = c.add(w.n)
+			w.lat, w.spare = w.spare, w.lat
+			w.mu.Unlock()
+		}
+	}
+	at := time.Now()
+	r.consumerIvl.reset()
+	r.confirmIvl.reset()
+	for _, w := range r.consumers {
+		r.consumerIvl.add(w.spare)
+		w.spare.reset()
+	}
+	for _, w := range r.producers {
+		r.confirmIvl.add(w.spare)
+		w.spare.reset()
+	}
+	if measuring {
+		r.consumerTotal.add(&r.consumerIvl)
+		r.confirmTotal.add(&r.confirmIvl)
+	}
+	return c, at
 }
 
 // Run declares the topology, runs the producers and consumers for
-// cfg.Duration (or until ctx ends), writes progress to w and returns the
-// totals. It returns an error when the broker cannot be reached or the
-// topology declared; a producer or consumer that fails midway ends the run
-// early with its error.
+// cfg.WarmUp then cfg.Duration (or until ctx ends), writes progress to w
+// and returns what the measured part counted. It returns an error for a
+// Config that fails [Config.Validate], when the broker cannot be reached or
+// the topology declared; a producer or consumer that fails midway ends the
+// run early with its error. Unless cfg.Keep, the topology is deleted at
+// the end.
 func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
-	if err := cfg.setDefaults(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
-	if err := declare(cfg); err != nil {
+	if err := declare(&cfg); err != nil {
 		return Result{}, err
 	}
-	defer deleteQueue(cfg)
+	if !cfg.Keep {
+		defer teardown(&cfg)
+	}
 
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r := &run{cfg: &cfg}
 	var (
-		st    stats
 		wg    sync.WaitGroup
 		errMu sync.Mutex
 		first error
+		ended atomic.Bool // past the deadline: errors from stopping are not failures
 	)
 	fail := func(err error) {
 		errMu.Lock()
-		if first == nil && ctx.Err() == nil {
+		if first == nil && !ended.Load() && ctx.Err() == nil {
 			first = err
 		}
 		errMu.Unlock()
@@ -190,65 +175,116 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 	}
 	out := &printer{w: w, cfg: &cfg}
 	// Consumers first, so the first messages find someone waiting.
-	ready := make(chan error, cfg.Consumers)
+	subs := make([]subscriber, cfg.Consumers)
 	for i := range cfg.Consumers {
 		out.starting("consumer", i)
+		s, err := dialSubscriber(&cfg, "consumer "+strconv.Itoa(i), cfg.queues[i%len(cfg.queues)])
+		if err != nil {
+			for _, s := range subs[:i] {
+				s.close()
+			}
+			return Result{}, fmt.Errorf("loadgen: starting consumer %d: %w", i, err)
+		}
+		subs[i] = s
+		r.consumers = append(r.consumers, newWorker())
+	}
+	for range cfg.Producers {
+		r.producers = append(r.producers, newWorker())
+	}
+	start := time.Now()
+	measureFrom := start.Add(cfg.WarmUp)
+	deadline := measureFrom.Add(cfg.Duration)
+	for i, s := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := consume(ctx, cfg, &st, ready); err != nil {
+			defer s.close()
+			if err := consume(ctx, &cfg, s, r.consumers[i]); err != nil {
 				fail(fmt.Errorf("loadgen: consumer %d: %w", i, err))
 			}
 		}()
 	}
-	for range cfg.Consumers {
-		if err := <-ready; err != nil {
-			cancel()
-			wg.Wait()
-			return Result{}, fmt.Errorf("loadgen: starting consumer: %w", err)
-		}
-	}
-	start := time.Now()
 	for i := range cfg.Producers {
 		out.starting("producer", i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, cfg, &st, i); err != nil {
+			if err := produce(ctx, &cfg, r.producers[i], i); err != nil {
 				fail(fmt.Errorf("loadgen: producer %d: %w", i, err))
 			}
 		}()
 	}
 
-	tick := time.NewTicker(cfg.Interval)
-	defer tick.Stop()
-	var last [5]uint64
+	// Progress lines at whole intervals from the start; the last one at
+	// the deadline, however short its interval. Rates are divided by the
+	// time between the snapshots, read from the clock, not by the
+	// schedule; time_s is the scheduled instant.
+	var base, last counts
 	lastAt := start
+	measuring := cfg.WarmUp == 0
+	measuredFrom, measuredTo := start, start
+	next := start.Add(cfg.Interval)
 	for done := false; !done; {
+		at := earliest(next, deadline)
+		if !measuring {
+			at = earliest(at, measureFrom)
+		}
+		timer := time.NewTimer(time.Until(at))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			done = true
-		case now := <-tick.C:
-			cur := [5]uint64{st.sent.Load(), st.confirmed.Load(), st.nacked.Load(), st.returned.Load(), st.received.Load()}
-			secs := now.Sub(lastAt).Seconds()
+		case <-timer.C:
+		}
+		cur, now := r.collect(measuring)
+		if done {
+			at = now
+		}
+		if secs := now.Sub(lastAt).Seconds(); secs > 0.001 || done || !at.Before(deadline) {
 			var rates [5]float64
-			for i := range cur {
-				rates[i] = float64(cur[i]-last[i]) / secs
+			d := cur.sub(last)
+			if secs > 0 {
+				for i, n := range [5]uint64{d.sent, d.confirmed, d.nacked, d.returned, d.received} {
+					rates[i] = float64(n) / secs
+				}
 			}
-			cl, fl := st.interval()
-			out.progress(now.Sub(start), rates, cl, fl)
-			last, lastAt = cur, now
+			out.progress(at.Sub(start)-cfg.WarmUp, !measuring, rates, r.consumerIvl.percentiles(), r.confirmIvl.percentiles())
+		}
+		last, lastAt, measuredTo = cur, now, now
+		if !measuring && !at.Before(measureFrom) {
+			// Progress lines count from the start of the measured time.
+			measuring, base, next, measuredFrom = true, cur, measureFrom, now
+		}
+		if !at.Before(deadline) {
+			done = true
+		}
+		for !next.After(at) {
+			next = next.Add(cfg.Interval)
 		}
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	st.interval()
+	ended.Store(true)
+	cancel()
+	// Stopping is not measured, and bounded: a producer stuck on a
+	// flooded socket gets its connection closed under it.
+	stopped := make(chan struct{})
+	go func() { wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(3 * closeGrace):
+	}
+
+	elapsed := measuredTo.Sub(measuredFrom)
+	if !measuring {
+		elapsed, base = 0, last
+	}
+	total := last.sub(base)
 	res := Result{
-		ID: cfg.ID, Elapsed: elapsed,
-		Sent: st.sent.Load(), Confirmed: st.confirmed.Load(), Nacked: st.nacked.Load(),
-		Returned: st.returned.Load(), Received: st.received.Load(),
-		ConsumerLatency: st.consumerTotal.percentiles(),
-		ConfirmLatency:  st.confirmTotal.percentiles(),
+		ID: cfg.ID, Client: cfg.Client, Elapsed: elapsed, WarmUp: cfg.WarmUp,
+		Producers: cfg.Producers, Consumers: cfg.Consumers, Queues: len(cfg.queues),
+		Sent: total.sent, Confirmed: total.confirmed, Nacked: total.nacked,
+		Returned: total.returned, Received: total.received,
+		ConsumerLatency: r.consumerTotal.percentiles(),
+		ConfirmLatency:  r.confirmTotal.percentiles(),
 	}
 	if s := elapsed.Seconds(); s > 0 {
 		res.SendRate = float64(res.Sent) / s
@@ -256,176 +292,217 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 		res.ReceiveRate = float64(res.Received) / s
 	}
 	out.summary(res)
+	errMu.Lock()
+	defer errMu.Unlock()
 	return res, first
 }
 
-func dial(cfg Config, name string) (*amqp.Connection, *amqp.Channel, error) {
-	conn, err := amqp.DialConfig(cfg.URI, amqp.Config{
-		Properties: amqp.Table{"connection_name": "wiretap bench " + cfg.ID + " " + name},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		conn.Close()
-		return nil, nil, err
-	}
-	return conn, ch, nil
+// window tracks a producer's unconfirmed messages: the publish time of each
+// delivery tag from low to next, at most cap of them (PerfTest's confirm
+// window, counted from the oldest unconfirmed message).
+type window struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	sentAt  []int64 // Unix ns by tag modulo len; 0 once confirmed
+	low     uint64  // the oldest unconfirmed tag
+	next    uint64  // the tag of the next publish
+	stopped bool
 }
 
-func declare(cfg Config) error {
-	conn, ch, err := dial(cfg, "setup")
-	if err != nil {
-		return fmt.Errorf("loadgen: connecting to %s: %w", redact(cfg.URI), err)
-	}
-	defer conn.Close()
-	if err := ch.ExchangeDeclare(cfg.Exchange, cfg.ExchangeType, false, false, false, false, nil); err != nil {
-		return fmt.Errorf("loadgen: exchange.declare %q: %w", cfg.Exchange, err)
-	}
-	if _, err := ch.QueueDeclare(cfg.Queue, cfg.Persistent, false, false, false, nil); err != nil {
-		return fmt.Errorf("loadgen: queue.declare %q: %w", cfg.Queue, err)
-	}
-	if err := ch.QueueBind(cfg.Queue, routingKey, cfg.Exchange, false, nil); err != nil {
-		return fmt.Errorf("loadgen: queue.bind: %w", err)
-	}
-	return nil
+func newWindow(n int) *window {
+	w := &window{sentAt: make([]int64, n), low: 1, next: 1}
+	w.cond.L = &w.mu
+	return w
 }
 
-func deleteQueue(cfg Config) {
-	conn, ch, err := dial(cfg, "teardown")
-	if err != nil {
-		return
+// add waits for room and records a publish; false when the run ended.
+func (w *window) add(now int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.next-w.low >= uint64(len(w.sentAt)) && !w.stopped {
+		w.cond.Wait()
 	}
-	defer conn.Close()
-	_, _ = ch.QueueDelete(cfg.Queue, false, false, false)
+	if w.stopped {
+		return false
+	}
+	w.sentAt[w.next%uint64(len(w.sentAt))] = now
+	w.next++
+	return true
 }
 
-// redact hides the password in a URI for messages.
-func redact(uri string) string {
-	u, err := amqp.ParseURI(uri)
-	if err != nil {
-		return "the broker"
-	}
-	u.Password = "xxx"
-	return u.String()
+// full reports whether the next add would wait.
+func (w *window) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next-w.low >= uint64(len(w.sentAt))
 }
 
-func produce(ctx context.Context, cfg Config, st *stats, id int) error {
-	conn, ch, err := dial(cfg, "producer "+strconv.Itoa(id))
+// confirm settles tag (and, if multiple, every unconfirmed tag below it),
+// calling settled with each one's publish time.
+func (w *window) confirm(tag uint64, multiple bool, settled func(sentNs int64)) {
+	w.mu.Lock()
+	from := tag
+	if multiple {
+		from = w.low
+	}
+	n := uint64(len(w.sentAt))
+	for t := from; t <= tag && t < w.next; t++ {
+		if t < w.low {
+			continue
+		}
+		if s := w.sentAt[t%n]; s != 0 {
+			w.sentAt[t%n] = 0
+			settled(s)
+		}
+	}
+	for w.low < w.next && w.sentAt[w.low%n] == 0 {
+		w.low++
+	}
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+func (w *window) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+// routeFor is where producer i publishes: queue i mod N's key.
+func routeFor(cfg *Config, i int) route {
+	ex := cfg.Exchange
+	if ex == "amq.default" {
+		return newRoute("", cfg.queues[i%len(cfg.queues)])
+	}
+	return newRoute(ex, bindingKey(cfg, i%len(cfg.queues)))
+}
+
+// bindingKey binds queue q and routes to it.
+func bindingKey(cfg *Config, q int) string {
+	if cfg.RoutingKey != "" {
+		return cfg.RoutingKey
+	}
+	return cfg.queues[q]
+}
+
+func produce(ctx context.Context, cfg *Config, st *worker, id int) error {
+	var win *window
+	if cfg.ConfirmBatch > 0 {
+		win = newWindow(cfg.ConfirmBatch)
+		defer win.stop()
+		stop := context.AfterFunc(ctx, win.stop)
+		defer stop()
+	}
+	onConfirm := func(tag uint64, multiple, ack bool) {
+		now := time.Now().UnixNano()
+		win.confirm(tag, multiple, func(sent int64) { st.confirmed(time.Duration(now-sent), ack) })
+	}
+	p, err := dialPublisher(cfg, "producer "+strconv.Itoa(id), onConfirm, st.returned)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	returns := ch.NotifyReturn(make(chan amqp.Return, 16))
-	go func() {
-		for range returns {
-			st.returned.Add(1)
-		}
-	}()
+	stopPub := context.AfterFunc(ctx, p.interrupt) // unblocks a publish stuck on a full socket
+	defer stopPub()
+	defer p.close()
+	rt := routeFor(cfg, id)
+	body := make([]byte, cfg.maxLen)
+	rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 	var (
-		confirms chan amqp.Confirmation
-		sentAt   []time.Time // publish time by delivery tag, modulo ConfirmBatch
-		pending  int
+		seq       uint32
+		paceStart = time.Now() // after the dial, or the limit would be a burst to catch up
+		paced     uint64       // messages sent since paceStart
 	)
-	if cfg.ConfirmBatch > 0 {
-		if err := ch.Confirm(false); err != nil {
-			return err
+	for ctx.Err() == nil {
+		size := cfg.Size
+		if cfg.sizes != nil {
+			size = cfg.sizes[rng.Uint64()&(sizeSlots-1)]
 		}
-		confirms = ch.NotifyPublish(make(chan amqp.Confirmation, cfg.ConfirmBatch))
-		sentAt = make([]time.Time, cfg.ConfirmBatch)
-	}
-	confirm := func(c amqp.Confirmation) {
-		pending--
-		if c.Ack {
-			st.confirmed.Add(1)
-		} else {
-			st.nacked.Add(1)
-		}
-		if c.DeliveryTag > 0 {
-			st.latency(false, time.Since(sentAt[(c.DeliveryTag-1)%uint64(len(sentAt))]))
-		}
-	}
-	msg := amqp.Publishing{Body: make([]byte, cfg.Size), ContentType: "application/octet-stream"}
-	if cfg.Persistent {
-		msg.DeliveryMode = amqp.Persistent
-	}
-	var seq uint32
-	for tag := uint64(1); ctx.Err() == nil; tag++ {
-		for confirms != nil && pending >= cfg.ConfirmBatch {
-			select {
-			case c, ok := <-confirms:
-				if !ok {
-					return errors.New("channel closed while waiting for confirms")
-				}
-				confirm(c)
-			case <-ctx.Done():
-				return nil
+		if win != nil && win.full() {
+			if err := p.flush(); err != nil {
+				return quiet(ctx, err)
 			}
 		}
 		now := time.Now()
-		binary.BigEndian.PutUint64(msg.Body, uint64(now.UnixNano()))
-		binary.BigEndian.PutUint32(msg.Body[8:], seq)
-		seq++
-		// The library writes the frames before returning, so the body can
-		// be reused.
-		if err := ch.PublishWithContext(ctx, cfg.Exchange, routingKey, false, false, msg); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+		if win != nil && !win.add(now.UnixNano()) {
+			return nil
 		}
-		st.sent.Add(1)
-		if confirms != nil {
-			sentAt[(tag-1)%uint64(len(sentAt))] = now
-			pending++
+		binary.BigEndian.PutUint64(body, uint64(now.UnixNano()))
+		binary.BigEndian.PutUint32(body[8:], seq)
+		seq++
+		if err := p.publish(&rt, body[:size]); err != nil {
+			return quiet(ctx, err)
+		}
+		st.sent()
+		if seq&255 == 0 {
+			if err := p.failed(); err != nil {
+				return quiet(ctx, err)
+			}
+		}
+		if cfg.Rate > 0 {
+			paced++
+			due := paceStart.Add(time.Duration(float64(paced) / cfg.Rate * 1e9))
+			if ahead := time.Until(due); ahead > 0 {
+				if err := p.flush(); err != nil {
+					return quiet(ctx, err)
+				}
+				if ahead > 50*time.Microsecond {
+					sleep(ctx, ahead)
+				}
+			} else if ahead < -time.Second {
+				// Far behind (the broker held us up): do not burst to catch up.
+				paceStart, paced = time.Now(), 0
+			}
 		}
 	}
 	return nil
 }
 
-func consume(ctx context.Context, cfg Config, st *stats, ready chan<- error) error {
-	conn, ch, err := dial(cfg, "consumer")
-	if err != nil {
-		ready <- err
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// quiet returns nil for the error that ending the run causes.
+func quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
 		return nil
 	}
-	defer conn.Close()
-	if cfg.Prefetch > 0 {
-		if err := ch.Qos(cfg.Prefetch, 0, false); err != nil {
-			ready <- err
+	return err
+}
+
+func consume(ctx context.Context, cfg *Config, s subscriber, st *worker) error {
+	every := uint64(max(cfg.MultiAckEvery, 1))
+	var unacked uint64
+	return s.consume(ctx, func(tag uint64, sent int64, ok bool) error {
+		var d time.Duration
+		if ok {
+			d = time.Duration(time.Now().UnixNano() - sent)
+		}
+		st.received(d, ok)
+		if cfg.AutoAck {
 			return nil
 		}
-	}
-	deliveries, err := ch.Consume(cfg.Queue, "", cfg.AutoAck, false, false, false, nil)
-	if err != nil {
-		ready <- err
+		if unacked++; unacked < every {
+			return nil
+		}
+		unacked = 0
+		if err := s.ack(tag, every > 1); err != nil {
+			return quiet(ctx, err)
+		}
 		return nil
-	}
-	ready <- nil
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case d, ok := <-deliveries:
-			if !ok {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return errors.New("delivery channel closed by the broker")
-			}
-			if len(d.Body) >= bodyHeader {
-				sent := int64(binary.BigEndian.Uint64(d.Body))
-				st.latency(true, time.Duration(time.Now().UnixNano()-sent))
-			}
-			st.received.Add(1)
-			if !cfg.AutoAck {
-				if err := d.Ack(false); err != nil && ctx.Err() == nil {
-					return err
-				}
-			}
-		}
-	}
+	})
 }
 
 // printer writes progress in PerfTest's words, or as JSON lines.
@@ -443,12 +520,30 @@ func (p *printer) starting(role string, i int) {
 func us(d time.Duration) int64 { return d.Microseconds() }
 
 func latencyText(p Percentiles) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%d µs", us(p.Min), us(p.Median), us(p.P75), us(p.P95), us(p.P99))
+	return fmt.Sprintf("%d/%d/%d/%d/%d/%d µs", us(p.Min), us(p.Median), us(p.P75), us(p.P95), us(p.P99), us(p.Max))
+}
+
+// rangesText is the count per latency range, "<=1ms 950, <=5ms 50, ...".
+func rangesText(p Percentiles) string {
+	var b strings.Builder
+	for i, n := range p.Ranges {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i < len(RangeBounds) {
+			b.WriteString("<=" + strconv.FormatInt(RangeBounds[i].Milliseconds(), 10) + "ms ")
+		} else {
+			b.WriteString(">1s ")
+		}
+		b.WriteString(strconv.FormatUint(n, 10))
+	}
+	return b.String()
 }
 
 type progressLine struct {
 	ID              string       `json:"id"`
 	Time            float64      `json:"time_s"`
+	WarmUp          bool         `json:"warm_up,omitempty"`
 	Sent            float64      `json:"sent_rate"`
 	Confirmed       float64      `json:"confirmed_rate,omitempty"`
 	Nacked          float64      `json:"nacked_rate,omitempty"`
@@ -458,10 +553,12 @@ type progressLine struct {
 	ConfirmLatency  *Percentiles `json:"confirm_latency,omitempty"`
 }
 
-// rates are sent, confirmed, nacked, returned, received per second.
-func (p *printer) progress(at time.Duration, rates [5]float64, consumer, confirm Percentiles) {
+// progress writes one interval's line; at is the time since measuring
+// began (negative during the warm-up). rates are sent, confirmed, nacked,
+// returned, received per second.
+func (p *printer) progress(at time.Duration, warmUp bool, rates [5]float64, consumer, confirm Percentiles) {
 	if p.cfg.JSON {
-		line := progressLine{ID: p.cfg.ID, Time: at.Seconds(), Sent: rates[0], Confirmed: rates[1],
+		line := progressLine{ID: p.cfg.ID, Time: at.Seconds(), WarmUp: warmUp, Sent: rates[0], Confirmed: rates[1],
 			Nacked: rates[2], Returned: rates[3], Received: rates[4]}
 		if consumer.Count > 0 {
 			line.ConsumerLatency = &consumer
@@ -472,7 +569,11 @@ func (p *printer) progress(at time.Duration, rates [5]float64, consumer, confirm
 		writeJSON(p.w, line)
 		return
 	}
-	s := fmt.Sprintf("id: %s, time %.3f s, sent: %.0f msg/s", p.cfg.ID, at.Seconds(), rates[0])
+	s := fmt.Sprintf("id: %s, time %.3f s", p.cfg.ID, at.Seconds())
+	if warmUp {
+		s += " (warm-up)"
+	}
+	s += fmt.Sprintf(", sent: %.0f msg/s", rates[0])
 	if p.cfg.ConfirmBatch > 0 {
 		s += fmt.Sprintf(", confirmed: %.0f msg/s, nacked: %.0f msg/s", rates[1], rates[2])
 	}
@@ -481,7 +582,7 @@ func (p *printer) progress(at time.Duration, rates [5]float64, consumer, confirm
 	}
 	s += fmt.Sprintf(", received: %.0f msg/s", rates[4])
 	if consumer.Count > 0 {
-		s += ", min/median/75th/95th/99th consumer latency: " + latencyText(consumer)
+		s += ", min/median/75th/95th/99th/max consumer latency: " + latencyText(consumer)
 	}
 	if confirm.Count > 0 {
 		s += ", confirm latency: " + latencyText(confirm)
@@ -496,16 +597,19 @@ func (p *printer) summary(r Result) {
 		}{r})
 		return
 	}
+	fmt.Fprintf(p.w, "id: %s, measured %.3f s (client %s, %d queues)\n", r.ID, r.Elapsed.Seconds(), r.Client, r.Queues)
 	fmt.Fprintf(p.w, "id: %s, sending rate avg: %.0f msg/s\n", r.ID, r.SendRate)
 	if p.cfg.ConfirmBatch > 0 {
 		fmt.Fprintf(p.w, "id: %s, confirm rate avg: %.0f msg/s\n", r.ID, r.ConfirmRate)
 	}
 	fmt.Fprintf(p.w, "id: %s, receiving rate avg: %.0f msg/s\n", r.ID, r.ReceiveRate)
 	if r.ConsumerLatency.Count > 0 {
-		fmt.Fprintf(p.w, "id: %s, consumer latency min/median/75th/95th/99th %s\n", r.ID, latencyText(r.ConsumerLatency))
+		fmt.Fprintf(p.w, "id: %s, consumer latency min/median/75th/95th/99th/max %s\n", r.ID, latencyText(r.ConsumerLatency))
+		fmt.Fprintf(p.w, "id: %s, consumer latency ranges %s\n", r.ID, rangesText(r.ConsumerLatency))
 	}
 	if r.ConfirmLatency.Count > 0 {
-		fmt.Fprintf(p.w, "id: %s, confirm latency min/median/75th/95th/99th %s\n", r.ID, latencyText(r.ConfirmLatency))
+		fmt.Fprintf(p.w, "id: %s, confirm latency min/median/75th/95th/99th/max %s\n", r.ID, latencyText(r.ConfirmLatency))
+		fmt.Fprintf(p.w, "id: %s, confirm latency ranges %s\n", r.ID, rangesText(r.ConfirmLatency))
 	}
 }
 
