@@ -75,6 +75,15 @@ type Decoder struct {
 	units    []decode.Unit // unit slab
 	raw      []byte        // byte slab
 	msgSlab  []message     // message slab
+	// Sizes of the next slabs: they start small and double up to the
+	// constants below, so that many short connections (60k of them in a
+	// hostile capture) do not cost a full slab each.
+	unitsNext, rawNext, msgNext int
+	// md decodes methods of both directions (a method's value is used
+	// before the next is decoded); allocated at the first method frame, as
+	// it weighs 2.5 KB and a hostile capture opens 60k connections that
+	// never send one.
+	md *MethodDecoder
 }
 
 type direction struct {
@@ -85,7 +94,6 @@ type direction struct {
 	// garbage: the skipped tail of a frame is expected, not reported.
 	afterGap bool
 	junk     junk
-	md       MethodDecoder
 	hdr      ContentHeader
 	msgs     map[uint16]*assembly
 }
@@ -407,9 +415,20 @@ const (
 	rawCarved   = 2 << 10 // larger frames get bytes of their own
 )
 
+// nextSlab returns the size of the next slab and doubles *next, from a
+// 256th of limit up to limit.
+func nextSlab(next *int, limit int) int {
+	n := *next
+	if n == 0 {
+		n = max(limit/256, 1)
+	}
+	*next = min(2*n, limit)
+	return n
+}
+
 func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *decode.Unit {
 	if len(d.units) == 0 {
-		d.units = make([]decode.Unit, unitSlab)
+		d.units = make([]decode.Unit, nextSlab(&d.unitsNext, unitSlab))
 	}
 	u := &d.units[0]
 	d.units = d.units[1:]
@@ -453,7 +472,7 @@ func (d *Decoder) carve(b []byte) []byte {
 		return append([]byte(nil), b...)
 	}
 	if cap(d.raw)-len(d.raw) < len(b) {
-		d.raw = make([]byte, 0, rawSlab)
+		d.raw = make([]byte, 0, max(nextSlab(&d.rawNext, rawSlab), len(b)))
 	}
 	n := len(d.raw)
 	d.raw = append(d.raw, b...)
@@ -541,7 +560,10 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	}
 	u.Type = info.Name
 	s := appendMethodSummary(d.scratch[:0], info, p[4:])
-	m, err := ds.md.Decode(p)
+	if d.md == nil {
+		d.md = new(MethodDecoder)
+	}
+	m, err := d.md.Decode(p)
 	if err != nil {
 		u.SetErr(err.Error())
 	}
@@ -744,7 +766,7 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	// them, and keep the method, header and (single-frame) body as the units
 	// that carry them rather than as slices of their own.
 	if len(d.msgSlab) == 0 {
-		d.msgSlab = make([]message, messageSlab)
+		d.msgSlab = make([]message, nextSlab(&d.msgNext, messageSlab))
 	}
 	m := &d.msgSlab[0]
 	d.msgSlab = d.msgSlab[1:]

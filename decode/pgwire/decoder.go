@@ -83,6 +83,8 @@ type Decoder struct {
 	comp compression
 
 	slab []byte
+	// slabNext is the size of the last slab allocated (doubling to 32 KiB).
+	slabNext int
 }
 
 var (
@@ -497,7 +499,10 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		cp = append([]byte(nil), raw...)
 	} else {
 		if cap(d.slab)-len(d.slab) < len(raw) {
-			d.slab = make([]byte, 0, 32<<10)
+			// From 2 KiB doubling to 32 KiB: many short connections must
+			// not cost a full slab each.
+			d.slabNext = min(max(2*d.slabNext, 2<<10), 32<<10)
+			d.slab = make([]byte, 0, d.slabNext)
 		}
 		s := len(d.slab)
 		d.slab = append(d.slab, raw...)
