@@ -21,14 +21,27 @@ var _ state.RouteExplainer = (*Broker)(nil)
 // bindings followed, the queues reached, and whether a mandatory publish
 // would come back. It routes nothing.
 func (b *Broker) ExplainRoute(vhostName, exchange, routingKey string, headers map[string]any) (state.Route, error) {
+	hdrs, err := definitions.ToTable(headers)
+	if err != nil {
+		return state.Route{VHost: vhostName, Exchange: exchange, RoutingKey: routingKey}, errors.New("broker: headers: " + err.Error())
+	}
+	return b.explain(vhostName, exchange, routingKey, hdrs, false)
+}
+
+// ExplainPublish is ExplainRoute for a publish as it passed, with its own
+// headers table (CC and BCC included), and brief: of each exchange's
+// bindings it lists those that lead to where the message went, and counts
+// the others, so that it stays cheap on a large topology (RouteAnnotator
+// calls it for every publish; see BenchmarkExplainPublish).
+func (b *Broker) ExplainPublish(vhostName, exchange, routingKey string, hdrs amqp091.Table) (state.Route, error) {
+	return b.explain(vhostName, exchange, routingKey, hdrs, true)
+}
+
+func (b *Broker) explain(vhostName, exchange, routingKey string, hdrs amqp091.Table, brief bool) (state.Route, error) {
 	r := state.Route{VHost: vhostName, Exchange: exchange, RoutingKey: routingKey}
 	v := b.vhost(vhostName)
 	if v == nil {
 		return r, errors.New("broker: no vhost '" + vhostName + "'")
-	}
-	hdrs, err := definitions.ToTable(headers)
-	if err != nil {
-		return r, errors.New("broker: headers: " + err.Error())
 	}
 	keys, err := route.RoutingKeys([]byte(routingKey), hdrs, nil)
 	if err != nil {
@@ -65,7 +78,8 @@ func (b *Broker) ExplainRoute(vhostName, exchange, routingKey string, headers ma
 			x.routeMu.Lock()
 			return x.index, x.alternate, true
 		},
-		Release: func(name string) { v.exchanges[name].routeMu.Unlock() },
+		Release:    func(name string) { v.exchanges[name].routeMu.Unlock() },
+		RoutedOnly: brief,
 	}
 	queues, hops := res.ExplainKeys(exchange, keys, hdrs)
 	for _, h := range hops {
@@ -81,7 +95,10 @@ func (b *Broker) ExplainRoute(vhostName, exchange, routingKey string, headers ma
 			}
 			r.Lines = append(r.Lines, line)
 		}
-		if len(h.Matches) == 0 && !h.Missing && !h.Repeated {
+		switch {
+		case h.Unexplained > 0:
+			r.Lines = append(r.Lines, "  ("+plural(h.Unexplained, "other binding")+" matched nothing)")
+		case len(h.Matches) == 0 && !h.Missing && !h.Repeated:
 			r.Lines = append(r.Lines, "  (no bindings)")
 		}
 	}

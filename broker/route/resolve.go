@@ -24,6 +24,10 @@ type Resolver struct {
 	// index Lookup returned, so that Lookup may lock the exchange and
 	// Release unlock it.
 	Release func(name string)
+	// RoutedOnly makes Explain list only the bindings to destinations
+	// routed (see Index.ExplainRouted) and count the rest in
+	// Hop.Unexplained: for explaining every publish as it passes.
+	RoutedOnly bool
 
 	seen    []string
 	seenSet map[string]struct{} // used instead of seen past seenLinear
@@ -187,7 +191,10 @@ type Hop struct {
 	// to it); RabbitMQ does not route through it again.
 	Missing, Repeated bool
 	Matches           []Match // every binding of the exchange, and whether it matched (for each key, see ExplainKeys)
-	Routed            []Dest  // what its bindings routed to, queues and exchanges
+	// Unexplained counts the bindings left out of Matches under
+	// Resolver.RoutedOnly: they lead to none of the destinations routed.
+	Unexplained int
+	Routed      []Dest // what its bindings routed to, queues and exchanges
 }
 
 // Explain walks as Resolve does and returns the queues and every hop,
@@ -219,13 +226,19 @@ func (r *Resolver) ExplainKeys(start string, keys [][]byte, headers amqp091.Tabl
 			continue
 		}
 		h.Kind = ix.Kind()
+		h.Routed = ix.RouteKeys(keys, headers, nil)
 		for i, k := range keys {
 			if i > 0 && (h.Kind == Fanout || h.Kind == Headers) {
 				break // they route by no key
 			}
-			h.Matches = append(h.Matches, ix.Explain(k, headers)...)
+			if r.RoutedOnly {
+				ms := ix.ExplainRouted(k, headers, h.Routed)
+				h.Matches = append(h.Matches, ms...)
+				h.Unexplained += ix.Len() - len(ms)
+			} else {
+				h.Matches = append(h.Matches, ix.Explain(k, headers)...)
+			}
 		}
-		h.Routed = ix.RouteKeys(keys, headers, nil)
 		if r.Release != nil {
 			r.Release(it.name)
 		}

@@ -1,0 +1,230 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/wiretap-dev/wiretap/broker/state"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+)
+
+// The fields RouteAnnotator adds, for the filter language and completion.
+func init() {
+	decode.RegisterFieldNames(
+		decode.FieldName{Name: "broker.route", Proto: decode.ProtoAMQP091, Doc: "how the embedded broker routes this publish"},
+		decode.FieldName{Name: "broker.route.queues", Proto: decode.ProtoAMQP091, Doc: "number of queues the publish reaches"},
+		decode.FieldName{Name: "broker.route.queue", Proto: decode.ProtoAMQP091, Doc: "a queue the publish reaches"},
+		decode.FieldName{Name: "broker.route.unroutable", Proto: decode.ProtoAMQP091, Doc: "the publish reaches no queue"},
+		decode.FieldName{Name: "broker.route.returned", Proto: decode.ProtoAMQP091, Doc: "mandatory and unroutable: returned with 312 NO_ROUTE"},
+		decode.FieldName{Name: "broker.route.line", Proto: decode.ProtoAMQP091, Doc: "one line of the route explanation"},
+		decode.FieldName{Name: "broker.route.error", Proto: decode.ProtoAMQP091, Doc: "why the publish could not be routed (no such exchange, internal)"},
+	)
+}
+
+// maxHeld bounds the units a RouteAnnotator holds back while a publish
+// waits for its content header; past it the oldest publish goes out
+// explained without headers.
+const maxHeld = 4096
+
+// RouteAnnotator adds the broker's routing of each publish to the units of
+// its own tap: a basic.publish a client sent gets broker.route.* fields
+// (queues reached, each binding matched or not and why, alternate and
+// exchange-to-exchange hops, whether a mandatory publish is returned), so
+// that `read`-style output shows them and a filter such as
+// `broker.route.queues == 0` finds the publishes that went nowhere.
+//
+// It sits on the decode side, after the tap: the broker's forwarding
+// never waits for it. The route is explained against the topology when
+// the publish's content header is decoded, normally within milliseconds
+// of the broker routing it; a binding made or removed in between shows.
+// A publish is held back, with every unit after it so that order is kept,
+// until its content header (whose headers a headers exchange routes on)
+// has been decoded.
+//
+// Sink is not safe for concurrent use; the pipeline calls it from one
+// goroutine.
+type RouteAnnotator struct {
+	// Explain explains a publish (Broker.ExplainPublish); nil while no
+	// broker runs, and then units pass unchanged.
+	Explain func(vhost, exchange, routingKey string, headers amqp091.Table) (state.Route, error)
+	// Next receives every unit, in order.
+	Next func(*decode.Unit)
+
+	vhosts map[*decode.Conn]string
+	open   map[chanKey]*pendingPublish
+	held   []*decode.Unit
+}
+
+type chanKey struct {
+	conn    *decode.Conn
+	channel uint16
+}
+
+type pendingPublish struct {
+	u                    *decode.Unit
+	exchange, routingKey string
+	mandatory            bool
+}
+
+// Sink takes the next unit.
+func (a *RouteAnnotator) Sink(u *decode.Unit) {
+	if a.Explain == nil || u.Proto != decode.ProtoAMQP091 || u.Parent != nil || u.Dir != decode.DirF {
+		a.pass(u)
+		return
+	}
+	if a.vhosts == nil {
+		a.vhosts = map[*decode.Conn]string{}
+		a.open = map[chanKey]*pendingPublish{}
+	}
+	key := chanKey{u.Conn, u.Channel}
+	if p := a.open[key]; p != nil {
+		// The content header that follows a publish, or whatever came
+		// instead (the broker then closes the connection).
+		var headers amqp091.Table
+		if u.Type == "content-header" {
+			if payload, ok := framePayload(u.Raw); ok {
+				var h amqp091.ContentHeader
+				if h.DecodeFromBytes(payload) == nil {
+					headers = h.Properties.Headers
+				}
+			}
+		}
+		a.annotate(key, p, headers)
+	}
+	switch u.Type {
+	case "connection.open":
+		if m, ok := parseMethod(u.Raw).(*amqp091.ConnectionOpen); ok {
+			a.vhosts[u.Conn] = string(m.VirtualHost)
+		}
+	case "basic.publish":
+		if m, ok := parseMethod(u.Raw).(*amqp091.BasicPublish); ok {
+			a.open[key] = &pendingPublish{u: u, exchange: string(m.Exchange), routingKey: string(m.RoutingKey), mandatory: m.Mandatory}
+			a.held = append(a.held, u)
+			if len(a.held) > maxHeld {
+				a.annotateOldest()
+			}
+			return
+		}
+	}
+	a.pass(u)
+}
+
+// Flush sends on what is held, explaining the publishes still waiting
+// for their content header without headers.
+func (a *RouteAnnotator) Flush() {
+	for key, p := range a.open {
+		a.annotate(key, p, nil)
+	}
+	a.release()
+}
+
+// pass sends u on, behind whatever is held.
+func (a *RouteAnnotator) pass(u *decode.Unit) {
+	if len(a.held) == 0 {
+		a.Next(u)
+		return
+	}
+	a.held = append(a.held, u)
+	if len(a.held) > maxHeld {
+		a.annotateOldest()
+	}
+	a.release()
+}
+
+// annotateOldest explains the first held publish without its headers.
+func (a *RouteAnnotator) annotateOldest() {
+	for key, p := range a.open {
+		if p.u == a.held[0] {
+			a.annotate(key, p, nil)
+			return
+		}
+	}
+}
+
+func (a *RouteAnnotator) annotate(key chanKey, p *pendingPublish, headers amqp091.Table) {
+	delete(a.open, key)
+	vhost, ok := a.vhosts[key.conn]
+	if !ok {
+		vhost = "/"
+	}
+	r, err := a.Explain(vhost, p.exchange, p.routingKey, headers)
+	tree := routeTree(r, err, p.mandatory)
+	dissect := p.u.Dissect
+	p.u.Dissect = func(u *decode.Unit) []*decode.Field {
+		var fs []*decode.Field
+		if dissect != nil {
+			fs = dissect(u)
+		}
+		return append(fs[:len(fs):len(fs)], tree)
+	}
+	a.release()
+}
+
+// release sends on the held units up to the first publish still waiting.
+func (a *RouteAnnotator) release() {
+	n := 0
+	for _, u := range a.held {
+		if u.Type == "basic.publish" && u.Dir == decode.DirF {
+			if p := a.open[chanKey{u.Conn, u.Channel}]; p != nil && p.u == u {
+				break
+			}
+		}
+		a.Next(u)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	rest := copy(a.held, a.held[n:])
+	clear(a.held[rest:])
+	a.held = a.held[:rest]
+}
+
+// routeTree is the broker.route field of a publish.
+func routeTree(r state.Route, err error, mandatory bool) *decode.Field {
+	root := &decode.Field{Key: "broker", Name: "broker"}
+	rt := root.Add(&decode.Field{Key: "route", Name: "broker.route"})
+	if err != nil {
+		rt.Add(&decode.Field{Key: "error", Name: "broker.route.error", Value: err.Error()})
+		rt.Add(&decode.Field{Key: "queues", Name: "broker.route.queues", Value: int64(0)})
+		return root
+	}
+	rt.Add(&decode.Field{Key: "queues", Name: "broker.route.queues", Value: int64(len(r.Queues))})
+	if len(r.Queues) > 0 {
+		qs := rt.Add(&decode.Field{Key: "reached", Display: strconv.Itoa(len(r.Queues))})
+		for _, q := range r.Queues {
+			qs.Add(&decode.Field{Key: "queue", Name: "broker.route.queue", Value: q})
+		}
+	}
+	rt.Add(&decode.Field{Key: "unroutable", Name: "broker.route.unroutable", Value: r.Unroutable})
+	rt.Add(&decode.Field{Key: "returned", Name: "broker.route.returned", Value: r.Unroutable && mandatory})
+	ex := rt.Add(&decode.Field{Key: "explain"})
+	for _, l := range r.Lines {
+		ex.Add(&decode.Field{Key: "line", Name: "broker.route.line", Value: l})
+	}
+	return root
+}
+
+// framePayload is a whole frame's payload (Raw holds the frame).
+func framePayload(raw []byte) ([]byte, bool) {
+	if len(raw) < 8 {
+		return nil, false
+	}
+	n := int(raw[3])<<24 | int(raw[4])<<16 | int(raw[5])<<8 | int(raw[6])
+	if n != len(raw)-8 {
+		return nil, false
+	}
+	return raw[7 : 7+n], true
+}
+
+func parseMethod(raw []byte) amqp091.Method {
+	payload, ok := framePayload(raw)
+	if !ok {
+		return nil
+	}
+	m, err := amqp091.ParseMethod(payload)
+	if err != nil {
+		return nil
+	}
+	return m
+}
