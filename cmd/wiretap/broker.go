@@ -23,6 +23,8 @@ import (
 	"github.com/wiretap-dev/wiretap/broker/mgmt"
 	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
 	"github.com/wiretap-dev/wiretap/tui"
 )
 
@@ -243,6 +245,16 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags) err
 	// Errors and notes the TUI would hide go to stderr once it has ended.
 	var notes []string
 	var running atomic.Pointer[broker.Broker]
+	// Publishes in the tap get broker.route.* fields.
+	f.stage = func(next func(*decode.Unit)) unitStage {
+		return &broker.RouteAnnotator{Next: next, Explain: func(vhost, exchange, key string, headers amqp091.Table) (state.Route, error) {
+			b := running.Load()
+			if b == nil {
+				return state.Route{}, errors.New("the broker has not started")
+			}
+			return b.ExplainPublish(vhost, exchange, key, headers)
+		}}
+	}
 	logs := make(chan error, 64)
 	src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 		c := cfg

@@ -25,6 +25,10 @@ type decodeFlags struct {
 	maxBuffered     int
 	maxMessage      int
 	maxDecompressed int
+
+	// stage, when set, sits between the pipeline and the sink (the
+	// broker's route annotator); see unitstage.go.
+	stage func(next func(*decode.Unit)) unitStage
 }
 
 func (f *decodeFlags) register(cmd *cobra.Command) {

@@ -90,7 +90,8 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 				}
 			}
 		}()
-		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
+		staged, flushStage := f.wrapSink(sink)
+		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: staged})
 		watch := newProtoWatch(pl, func(msg string) { fmt.Fprintln(os.Stderr, msg) })
 		h := capture.MultiHandler(append(handlers, watch)...)
 		err = src(ctx, capture.NewSerial(h), tap)
@@ -98,6 +99,7 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 		<-flushed
 		watch.finish(time.Now())
 		pl.Finish()
+		flushStage()
 		if ferr := pr.finish(pl); ferr != nil && err == nil {
 			err = ferr
 		}

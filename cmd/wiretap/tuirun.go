@@ -86,11 +86,13 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	}
 	b := newBatcher()
 	errs := make(chan error, 16)
-	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: b.add})
+	staged, flushStage := f.wrapSink(b.add)
+	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: staged})
 	go func() {
 		defer b.close()
 		err := src(ctx, pl)
 		pl.Finish()
+		flushStage()
 		if err != nil && ctx.Err() == nil {
 			errs <- err
 		}
