@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/capture/proxy"
+	"github.com/wiretap-dev/wiretap/tui"
 )
 
 func init() { extraCommands = append(extraCommands, newProxyCmd) }
@@ -21,6 +25,7 @@ func newProxyCmd() *cobra.Command {
 		keys     []string
 		w        writeFlags
 		headless bool
+		decBuf   int
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [-w OUT.pcapng] [--headless]",
@@ -43,6 +48,9 @@ reached over TLS. No privileges are needed.`,
 			if err := f.check(); err != nil {
 				return err
 			}
+			if decBuf <= 0 {
+				return usageErr("--decode-buffer %d: must be positive", decBuf)
+			}
 			routes := make([]proxy.Route, len(listens))
 			for i := range listens {
 				routes[i] = proxy.Route{Listen: listens[i], Upstream: ups[i]}
@@ -52,11 +60,24 @@ reached over TLS. No privileges are needed.`,
 					routes[i].TLSCert, routes[i].TLSKey = certs[i], keys[i]
 				}
 			}
+			// Failed and reset connections: a line on stderr, or in the
+			// TUI's status line (a burst it cannot show is not waited for).
+			logs := make(chan error, 64)
+			logf := func(msg string) { fmt.Fprintln(os.Stderr, msg) }
+			if !headless {
+				logf = func(msg string) {
+					select {
+					case logs <- errors.New(msg):
+					default:
+					}
+				}
+			}
 			src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
-				p := &proxy.Proxy{Routes: routes, Handler: h}
+				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf}
 				return p.Serve(ctx)
 			}
-			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src)
+			proxyLog := func(o *tui.Options) { o.Err = mergeErrs(o.Err, logs) }
+			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src, proxyLog)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listens, "listen", nil, "address to accept clients on (repeatable)")
@@ -65,6 +86,7 @@ reached over TLS. No privileges are needed.`,
 	cmd.Flags().StringArrayVar(&keys, "tls-key", nil, "PEM key for --tls-cert")
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
+	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
 	f.register(cmd)
 	return cmd
 }
