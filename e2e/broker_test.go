@@ -16,14 +16,17 @@ import (
 
 // TestBrokerHeadless: `wiretap broker --headless` serves a real client and
 // prints the session's units as `read` prints a capture.
-func TestBrokerHeadless(t *testing.T) {
+// startHeadlessBroker runs `wiretap broker --headless` with args on a
+// free port and returns its address and stdout's lines.
+func startHeadlessBroker(t *testing.T, args ...string) (string, <-chan string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(wiretap(t), "broker", "--headless", "--listen", addr)
+	cmd := exec.Command(wiretap(t), append([]string{"broker", "--headless", "--listen", addr, "--management", ""}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +35,7 @@ func TestBrokerHeadless(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -47,6 +50,20 @@ func TestBrokerHeadless(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the broker never said it was listening")
 	}
+	lines := make(chan string, 256)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return addr, lines
+}
+
+func TestBrokerHeadless(t *testing.T) {
+	addr, lines := startHeadlessBroker(t)
 	conn, err := amqp.Dial("amqp://guest:guest@" + addr + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +85,6 @@ func TestBrokerHeadless(t *testing.T) {
 	}
 	conn.Close()
 
-	lines := make(chan string, 256)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	want := []string{"Connection.Start", "Queue.Declare", "Basic.Publish", "Basic.Deliver", "Connection.Close-Ok"}
 	var got []string
 	deadline := time.After(10 * time.Second)
@@ -91,6 +100,49 @@ func TestBrokerHeadless(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatalf("units never showed %v:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestBrokerRouteFilter: the broker's publishes carry broker.route.*
+// fields, so a display filter finds the ones that reached no queue.
+func TestBrokerRouteFilter(t *testing.T) {
+	addr, lines := startHeadlessBroker(t, "--format", "json", "--filter", "broker.route.queues == 0")
+	conn, err := amqp.Dial("amqp://guest:guest@" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := conn.Channel()
+	if _, err := ch.QueueDeclare("e2e-routed", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	returns := ch.NotifyReturn(make(chan amqp.Return, 1))
+	ch.Publish("", "e2e-routed", false, false, amqp.Publishing{Body: []byte("reaches a queue")})
+	ch.Publish("amq.topic", "nobody.listens", true, false, amqp.Publishing{Body: []byte("returned")})
+	ch.Publish("", "e2e-routed", false, false, amqp.Publishing{Body: []byte("reaches a queue")})
+	select {
+	case <-returns:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no basic.return")
+	}
+	conn.Close()
+	// Output is flushed within a second; three leave room for a slow
+	// machine, and anything past the one line is a failure.
+	var got []string
+	deadline := time.After(3 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("output ended: %q", got)
+			}
+			got = append(got, l)
+		case <-deadline:
+			if len(got) != 1 || !strings.Contains(got[0], `"type":"basic.publish"`) || !strings.Contains(got[0], `"routing-key":"nobody.listens"`) ||
+				!strings.Contains(got[0], `"returned":true`) {
+				t.Fatalf("filtered output %q, want the one unroutable publish", got)
+			}
+			return
 		}
 	}
 }
