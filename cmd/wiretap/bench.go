@@ -42,7 +42,10 @@ func durationFlag(fs *pflag.FlagSet, p *time.Duration, name, short string, def t
 }
 
 func newBenchCmd() *cobra.Command {
-	var cfg loadgen.Config
+	var (
+		cfg   loadgen.Config
+		flags []string
+	)
 	cmd := &cobra.Command{
 		Use:   "bench --uri URI [-x N] [-y N] [-s BYTES] [-z DURATION] [-t TYPE] [-a] [-q N] [-c N] [-r RATE] [--queues N] [--json]",
 		Short: "PerfTest-style AMQP 0-9-1 load generator: rates and latency percentiles",
@@ -53,8 +56,10 @@ second with send/confirm/receive rates and latency percentiles, then a
 summary with the count of messages per latency range (<=1 ms, <=5 ms,
 <=50 ms, <=500 ms, <=1000 ms, >1 s).
 
-The measured time is exactly -z (after --warm-up, which is not counted),
-and every rate is divided by it. bench declares the exchange
+The measured time is -z, read from the clock between the first and the
+last snapshot (so within milliseconds of -z, however long setting up or
+stopping takes, confirms or not); --warm-up runs before it and is not
+counted; every rate is divided by the measured time. bench declares the exchange
 wiretap.bench-TYPE and its queues, and deletes them at the end unless
 --keep. With --json each line is one JSON object; the last is
 {"summary": ...}, the same with either --client.
@@ -73,6 +78,14 @@ comparison does not rest on wiretap's codec alone.`,
 			}
 			if cfg.Duration <= 0 {
 				return usageErr("bench: -z must be a positive duration")
+			}
+			for _, f := range flags {
+				switch f {
+				case "persistent":
+					cfg.Persistent = true
+				default:
+					return usageErr("bench: -f %q: only persistent is supported", f)
+				}
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErr("bench: %s", strings.TrimPrefix(err.Error(), "loadgen: "))
@@ -110,6 +123,7 @@ comparison does not rest on wiretap's codec alone.`,
 	fs.IntVarP(&cfg.ConfirmBatch, "confirm", "c", 0, "publisher confirms with at most N unconfirmed per producer (0: off)")
 	fs.Float64VarP(&cfg.Rate, "rate", "r", 0, "messages a second per producer (0: no limit)")
 	fs.BoolVar(&cfg.Persistent, "persistent", false, "publish persistent messages (delivery-mode 2) to durable queues")
+	fs.StringSliceVarP(&flags, "flag", "f", nil, "message flags as in PerfTest: persistent (same as --persistent)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "leave the exchange and queues in place at the end")
 	fs.StringVar(&cfg.ID, "id", "", `name of the run in the output (default "test-HHMMSS-mmm")`)
 	fs.BoolVar(&cfg.JSON, "json", false, "print JSON lines instead of text")

@@ -23,6 +23,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"--queue-pattern", "q-%d", "--queue-pattern-from", "5", "--queue-pattern-to", "2"},
 		{"-u", "q", "--queues", "3"},
 		{"-r", "-5"},
+		{"-f", "mandatory"},
 		{"--no-such-flag"},
 	} {
 		_, stderr, code, _ := runWiretap(t, append([]string{"bench", "--uri", uri}, args...)...)

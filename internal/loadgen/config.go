@@ -34,8 +34,9 @@ type Config struct {
 	// and 4 KiB once in ten (weights are relative; each size at least 12).
 	SizeDist string
 	// Duration (-z) is how long the run is measured, warm-up excluded;
-	// required. Rates are divided by the measured time, which is Duration
-	// unless the run ends early.
+	// required. Rates are divided by the measured time (Result.Elapsed),
+	// the clock between the first and last snapshot: Duration to within
+	// the timer's lateness, unless the run ends early.
 	Duration time.Duration
 	// WarmUp runs the load for this long before the measured Duration;
 	// nothing done during it is counted.

@@ -442,6 +442,29 @@ func TestRunAgainstBroker(t *testing.T) {
 	}
 }
 
+// TestTextOutput checks PerfTest's text: a line per second, the last at
+// -z, then the summary with percentiles and ranges.
+func TestTextOutput(t *testing.T) {
+	var out bytes.Buffer
+	cfg := Config{URI: embeddedURI(t), Duration: 2 * time.Second, AutoAck: true, Rate: 1000, ID: "text"}
+	if _, err := Run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"id: text, time 1.000 s, sent: ", "id: text, time 2.000 s, sent: ",
+		"id: text, receiving rate avg: ", "id: text, consumer latency min/median/75th/95th/99th/max ",
+		"id: text, consumer latency ranges <=1ms ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, " s, sent: "); n != 2 {
+		t.Errorf("%d progress lines for 2 s:\n%s", n, text)
+	}
+}
+
 func checkResult(t *testing.T, cfg Config, res Result, progress []map[string]any) {
 	t.Helper()
 	// The measured time is -z, not the time it took to set up or stop
