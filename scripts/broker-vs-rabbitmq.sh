@@ -10,6 +10,9 @@
 #   DURATION=30s WARMUP=5s ROUNDS=3 CLIENTS=wiretap scripts/broker-vs-rabbitmq.sh
 #   ONLY=topic scripts/broker-vs-rabbitmq.sh          scenarios whose name contains "topic"
 #
+# PAUSE (default 2 seconds) separates the runs, so a broker still deleting
+# the last run's backlog does not take the cores from the next one.
+#
 # RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/,
 # where .ci/services.sh starts it). The embedded broker runs headless on
 # 127.0.0.1:$PORT (default 5673), no management API, with its tap
@@ -27,6 +30,7 @@ ROUNDS=${ROUNDS:-1}
 PORT=${PORT:-5673}
 CLIENTS=${CLIENTS:-wiretap amqp091-go}
 ONLY=${ONLY:-}
+PAUSE=${PAUSE:-2}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 work=$(mktemp -d)
@@ -41,10 +45,15 @@ trap cleanup EXIT
 go build -o "$work/wiretap" ./cmd/wiretap
 "$work/wiretap" broker --headless --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
 broker_pid=$!
+up=
 for _ in $(seq 50); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then up=1 && break; fi
 	sleep 0.1
 done
+if [ -z "$up" ]; then
+	echo "broker-vs-rabbitmq: wiretap's broker did not start on 127.0.0.1:$PORT: $(cat "$work/broker.err")" >&2
+	exit 1
+fi
 
 # name | bench flags
 scenarios=(
@@ -80,8 +89,12 @@ for sc in "${scenarios[@]}"; do
 	for client in $CLIENTS; do
 		for _ in $(seq 1 "$ROUNDS"); do
 			n=$((n + 1))
+			# A pause after each run lets the broker finish deleting the
+			# backlog before the other one is measured on the same cores.
 			read -r rr rp < <(run "$RABBITMQ_URL" "$client" "$flags" "$out/$n-rabbitmq.json")
+			sleep "$PAUSE"
 			read -r wr wp < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-wiretap.json")
+			sleep "$PAUSE"
 			ratio=$(python3 -c "print('%.1fx' % ($wr / max($rr, 1)))")
 			printf '%-46s %-10s %11d %11d %7s %13s %13s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")"
 		done
