@@ -28,12 +28,25 @@ type Assembler struct {
 	// buffered counts out-of-order bytes held for all connections.
 	buffered int
 
-	seg         segment
-	free        [][]byte // buffers for held segments
-	defrag      *ip4defrag.IPv4Defragmenter
-	fragments   int       // fragments since the last discard of stale ones
+	seg       segment
+	free      [][]byte // buffers for held segments
+	defrag    *ip4defrag.IPv4Defragmenter
+	fragments int // fragments since the last discard of stale ones
+	// datagrams mirrors the incomplete IPv4 datagrams the defragmenter
+	// holds, with the time of each one's first fragment: ip4defrag has no
+	// bound on them, so this one counts them.
+	datagrams   map[datagramKey]time.Time
 	idleCheck   time.Time // capture time of the last idle check
 	warnedFlows bool
+	warnedFrags bool
+}
+
+// datagramKey names an IPv4 datagram as ip4defrag does (RFC 791 section
+// 3.2: source, destination, protocol and identification).
+type datagramKey struct {
+	src, dst [4]byte
+	id       uint16
+	proto    uint8
 }
 
 // flowKey is a connection's 4-tuple with the lower address first, so both
@@ -508,6 +521,12 @@ func (a *Assembler) Flush() {
 // are kept: Linux's default ipfrag_time.
 const fragmentTimeout = 30 * time.Second
 
+// MaxPendingDatagrams bounds the incomplete IPv4 datagrams whose fragments
+// are held (Linux bounds them by bytes, ipfrag_high_thresh, 4 MiB; each
+// datagram costs ip4defrag about 2 KiB). When a fragment of a new datagram
+// would exceed it, every pending datagram is dropped, once with a warning.
+const MaxPendingDatagrams = 4096
+
 // defragment reassembles IPv4 fragments with gopacket's ip4defrag (RFC 791
 // section 3.2, with its checks against overlapping and oversized
 // fragments) and reassembles the TCP segment of a completed datagram.
@@ -515,16 +534,43 @@ const fragmentTimeout = 30 * time.Second
 func (a *Assembler) defragment(ip []byte, t time.Time) {
 	if a.defrag == nil {
 		a.defrag = ip4defrag.NewIPv4Defragmenter()
+		a.datagrams = make(map[datagramKey]time.Time)
 	}
 	if a.fragments++; a.fragments >= 1024 {
 		a.fragments = 0
-		a.defrag.DiscardOlderThan(t.Add(-fragmentTimeout))
+		old := t.Add(-fragmentTimeout)
+		a.defrag.DiscardOlderThan(old)
+		for k, first := range a.datagrams {
+			if first.Before(old) {
+				delete(a.datagrams, k)
+			}
+		}
 	}
 	frag := new(layers.IPv4)
 	if err := frag.DecodeFromBytes(slices.Clone(ip), gopacket.NilDecodeFeedback); err != nil {
 		return
 	}
+	var key datagramKey
+	copy(key.src[:], frag.SrcIP.To4())
+	copy(key.dst[:], frag.DstIP.To4())
+	key.id, key.proto = frag.Id, uint8(frag.Protocol)
+	if _, ok := a.datagrams[key]; !ok {
+		if len(a.datagrams) >= MaxPendingDatagrams {
+			if !a.warnedFrags {
+				a.warnedFrags = true
+				a.stats.warn("capture: more than " + strconv.Itoa(MaxPendingDatagrams) +
+					" incomplete IPv4 datagrams pending at packet " + strconv.FormatInt(a.stats.Packets, 10) +
+					": their fragments were dropped, and will be whenever the limit is reached again")
+			}
+			a.defrag = ip4defrag.NewIPv4Defragmenter()
+			clear(a.datagrams)
+		}
+		a.datagrams[key] = t
+	}
 	whole, err := a.defrag.DefragIPv4WithTimestamp(frag, t)
+	if err != nil || whole != nil {
+		delete(a.datagrams, key) // ip4defrag dropped or completed it
+	}
 	if err != nil || whole == nil || whole.Protocol != layers.IPProtocolTCP {
 		return
 	}

@@ -69,6 +69,9 @@ func Read(r io.Reader, name string, h Handler, opt *Options) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	if src.ng != nil {
+		src.ng.warn = stats.warn
+	}
 	asm := NewAssembler(h, &o, stats)
 	var p Packet
 	for n := 0; ; n++ {
@@ -108,6 +111,7 @@ func truncationWarning(name string, packets int64, err error) string {
 // source yields packet records; data is valid until the next call.
 type source struct {
 	next func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error)
+	ng   *ngReader // for pcapng: its warnings go to Stats
 }
 
 // openSource recognises the input by its first bytes and opens a pcap or
@@ -129,20 +133,13 @@ func openSource(r io.Reader, name string) (*source, error) {
 	le, be := binary.LittleEndian.Uint32(head), binary.BigEndian.Uint32(head)
 	switch {
 	case le == magicPcapng:
-		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true, SkipUnknownVersion: true})
+		ng, err := newNgReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcapng section header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
-			data, ci, err := ng.ZeroCopyReadPacketData()
-			if err != nil {
-				return nil, ci, 0, err
-			}
-			var link layers.LinkType
-			if len(ci.AncillaryData) > 0 {
-				link, _ = ci.AncillaryData[0].(layers.LinkType)
-			}
-			return data, ci, link, nil
+		return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
+			data, t, length, link, err := ng.next()
+			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
 		}}, nil
 	case le == magicPcapMicro, le == magicPcapNano, be == magicPcapMicro, be == magicPcapNano:
 		pr, err := pcapgo.NewReader(br)
