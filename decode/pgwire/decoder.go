@@ -584,6 +584,13 @@ func (d *Decoder) message(dir decode.Dir, raw []byte, pos int64, t time.Time, pa
 			if (m.Code == AuthSASLContinue || m.Code == AuthSASLFinal || m.Code == AuthGSSContinue) && len(raw) > 9 {
 				d.secret(u, 9, len(raw))
 			}
+		case TypeDataRow:
+			// The column count and the columns must agree, or the summary
+			// (from the count) and the tree (from the columns) would tell
+			// two stories; checking costs a pass over the lengths.
+			if err := checkDataRow(body); err != nil {
+				u.SetErr(err.Error() + " (message at stream offset " + strconv.FormatInt(pos, 10) + ")")
+			}
 		case TypeCopyBothResponse:
 			d.copyBoth = true
 		case TypeReadyForQuery:

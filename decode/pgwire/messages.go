@@ -191,6 +191,29 @@ func (m *DataRow) Decode(body []byte) error {
 	return c.end()
 }
 
+// checkDataRow is [DataRow.Decode] without keeping the values: it
+// reports whether the column count and the columns agree, allocating
+// nothing when they do.
+func checkDataRow(body []byte) error {
+	c := cursor{b: body, msg: "DataRow"}
+	n := int(c.int16("column count"))
+	if c.err == nil && n < 0 {
+		c.fail("negative column count " + strconv.Itoa(n))
+	}
+	for i := 0; i < n && c.err == nil; i++ {
+		l := int(c.int32("column length"))
+		switch {
+		case l < -1:
+			c.fail("column " + strconv.Itoa(i) + " length " + strconv.Itoa(l) + " is negative")
+		case l > c.left():
+			c.fail("column " + strconv.Itoa(i) + " of " + strconv.Itoa(n) + ": length " + strconv.Itoa(l) + " exceeds the " + strconv.Itoa(c.left()) + " bytes left")
+		case l > 0:
+			c.off += l
+		}
+	}
+	return c.end()
+}
+
 // Encode appends the message.
 func (m *DataRow) Encode(dst []byte) []byte {
 	dst, pos := AppendHeader(dst, TypeDataRow)

@@ -88,7 +88,12 @@ func summarize(name string, typ byte, body []byte, fromFrontend, redacted bool) 
 	switch typ {
 	case TypeDataRow:
 		if len(body) >= 2 {
-			n := int(binary.BigEndian.Uint16(body))
+			// Int16, signed as the tree shows it (a negative count is an
+			// error the decoder reports).
+			n := int(int16(binary.BigEndian.Uint16(body)))
+			if n < 0 {
+				return "DataRow: column count " + strconv.Itoa(n)
+			}
 			if n < len(columnsSummary) {
 				return columnsSummary[n]
 			}

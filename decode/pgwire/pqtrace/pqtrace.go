@@ -534,7 +534,17 @@ func (t *tracer) typed(u *decode.Unit) []byte {
 		t.b = append(t.b, digits[id>>4], digits[id&15])
 	}
 	t.b = append(t.b, '\n')
-	if !full && t.cur-1 != length {
+	switch {
+	case t.bad && u.Err() != "":
+		// The message announces more than it holds (a DataRow whose
+		// column count exceeds its columns): libpq would read on into the
+		// next message; say how it disagrees instead.
+		t.b = append(t.b, "mismatched message length: consumed more than "...)
+		t.b = strconv.AppendInt(t.b, int64(length), 10)
+		t.b = append(t.b, ", expected "...)
+		t.b = strconv.AppendInt(t.b, int64(length), 10)
+		t.b = append(t.b, '\n')
+	case (!full || u.Err() != "") && t.cur-1 != length:
 		t.b = append(t.b, "mismatched message length: consumed "...)
 		t.b = strconv.AppendInt(t.b, int64(t.cur-1), 10)
 		t.b = append(t.b, ", expected "...)
