@@ -34,6 +34,10 @@ func ExplainGap(h Handler, f *Flow, fromA bool, n int, reason string, t time.Tim
 	h.Gap(f, fromA, n, t)
 }
 
+// GapRecorderBehind is the reason a [Decoupled] gives a recorder (see
+// [Serial.SetRecorder]) for the bytes it could not take in time.
+const GapRecorderBehind = "recorder behind"
+
 // Decoupled hands the bytes of sources that forward traffic (the proxy,
 // the broker's tap) to a [Serial] from a goroutine of its own, so that
 // forwarding never waits for decoding: a connection copies its bytes into
@@ -43,10 +47,21 @@ func ExplainGap(h Handler, f *Flow, fromA bool, n int, reason string, t time.Tim
 // [GapDecoderBehind] (see [ExplainGap]), before the next bytes of the
 // same direction; the traffic itself is untouched.
 //
+// When the Serial has a recorder ([Serial.SetRecorder]: the -w file), the
+// recorder gets a buffer and a goroutine of its own, so that a decoder
+// behind neither delays the recording nor costs it bytes.
+//
 // Producers append to one buffer; the handler's goroutine swaps it with a
 // spare, so the steady state allocates nothing.
 type Decoupled struct {
-	out     *Serial
+	out   *Serial
+	lanes []*lane // [0]: the decoder; [1], if any: the recorder
+}
+
+// lane is one consumer of a Decoupled with its own buffer and goroutine.
+type lane struct {
+	id      int
+	deliver func(it *decoupledItem, b []byte)
 	limit   int
 	dropped atomic.Int64
 
@@ -81,20 +96,52 @@ type decoupledItem struct {
 
 // DecoupledFlow is one connection fed through a [Decoupled].
 type DecoupledFlow struct {
-	f    *Flow
-	lost [2]int // bytes dropped per direction, not yet reported as a gap
+	f *Flow
+	// lost is the bytes dropped per lane and direction, not yet reported
+	// as a gap; guarded by the lane's mu.
+	lost [2][2]int
 }
 
 // NewDecoupled returns a Decoupled feeding out, holding at most limit
-// bytes (0: DefaultDecoupledBuffer). Call Shutdown when the sources are
-// done.
+// bytes (0: DefaultDecoupledBuffer) for its handler, and
+// DefaultDecoupledBuffer for its recorder if it has one. Call Shutdown
+// when the sources are done.
 func NewDecoupled(out *Serial, limit int) *Decoupled {
 	if limit <= 0 {
 		limit = DefaultDecoupledBuffer
 	}
-	t := &Decoupled{out: out, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go t.run()
+	t := &Decoupled{out: out}
+	t.addLane(limit, func(it *decoupledItem, b []byte) {
+		switch it.kind {
+		case itemData:
+			out.decodeData(it.f.f, it.fromA, b, it.t)
+		case itemGap:
+			out.decodeGap(it.f.f, it.fromA, it.gap, GapDecoderBehind, it.t)
+		case itemClose:
+			out.decodeClose(it.f.f, it.t)
+		}
+	})
+	if rec := out.recorder(); rec != nil {
+		// The recorder's budget is apart from the decoder's: writing a
+		// file keeps up with any traffic a disk can take.
+		t.addLane(DefaultDecoupledBuffer, func(it *decoupledItem, b []byte) {
+			switch it.kind {
+			case itemData:
+				rec.Data(it.f.f, it.fromA, b, it.t)
+			case itemGap:
+				ExplainGap(rec, it.f.f, it.fromA, it.gap, GapRecorderBehind, it.t)
+			case itemClose:
+				rec.Close(it.f.f, it.t)
+			}
+		})
+	}
 	return t
+}
+
+func (t *Decoupled) addLane(limit int, deliver func(*decoupledItem, []byte)) {
+	l := &lane{id: len(t.lanes), deliver: deliver, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	t.lanes = append(t.lanes, l)
+	go l.run()
 }
 
 // NewFlow numbers a new connection from client a to server b (see
@@ -107,7 +154,16 @@ func (t *Decoupled) NewFlow(a, b netip.AddrPort, first time.Time) *DecoupledFlow
 func (f *DecoupledFlow) Flow() *Flow { return f.f }
 
 // Dropped returns the bytes dropped so far because the handler was behind.
-func (t *Decoupled) Dropped() int64 { return t.dropped.Load() }
+func (t *Decoupled) Dropped() int64 { return t.lanes[0].dropped.Load() }
+
+// RecorderDropped returns the bytes the recorder missed because it was
+// behind (0 without a recorder).
+func (t *Decoupled) RecorderDropped() int64 {
+	if len(t.lanes) < 2 {
+		return 0
+	}
+	return t.lanes[1].dropped.Load()
+}
 
 func sideOf(fromA bool) int {
 	if fromA {
@@ -116,78 +172,95 @@ func sideOf(fromA bool) int {
 	return 1
 }
 
-// Data copies b into the buffer; it never waits for the handler.
+// Data copies b into the buffers; it never waits for a handler.
 func (t *Decoupled) Data(f *DecoupledFlow, fromA bool, b []byte) {
 	if len(b) == 0 {
 		return
 	}
 	now := time.Now()
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
+	for _, l := range t.lanes {
+		l.data(f, fromA, b, now)
+	}
+}
+
+func (l *lane) data(f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
 		return
 	}
 	s := sideOf(fromA)
-	if len(t.pending.bytes)+len(b) > t.limit {
-		f.lost[s] += len(b)
-		t.dropped.Add(int64(len(b)))
-		t.mu.Unlock()
+	lost := &f.lost[l.id]
+	if len(l.pending.bytes)+len(b) > l.limit {
+		lost[s] += len(b)
+		l.dropped.Add(int64(len(b)))
+		l.mu.Unlock()
 		return
 	}
-	if f.lost[s] > 0 {
-		t.pending.items = append(t.pending.items, decoupledItem{kind: itemGap, fromA: fromA, f: f, gap: f.lost[s], t: now})
-		f.lost[s] = 0
+	if lost[s] > 0 {
+		l.pending.items = append(l.pending.items, decoupledItem{kind: itemGap, fromA: fromA, f: f, gap: lost[s], t: now})
+		lost[s] = 0
 	}
-	from := len(t.pending.bytes)
-	t.pending.bytes = append(t.pending.bytes, b...)
-	t.pending.items = append(t.pending.items, decoupledItem{kind: itemData, fromA: fromA, f: f, from: from, to: len(t.pending.bytes), t: now})
-	t.mu.Unlock()
-	t.signal()
+	from := len(l.pending.bytes)
+	l.pending.bytes = append(l.pending.bytes, b...)
+	l.pending.items = append(l.pending.items, decoupledItem{kind: itemData, fromA: fromA, f: f, from: from, to: len(l.pending.bytes), t: now})
+	l.mu.Unlock()
+	l.signal()
 }
 
 // Close reports the end of a flow.
 func (t *Decoupled) Close(f *DecoupledFlow) {
 	now := time.Now()
-	t.mu.Lock()
-	if !t.closed {
-		for s, n := range f.lost {
-			if n > 0 {
-				t.pending.items = append(t.pending.items, decoupledItem{kind: itemGap, fromA: s == 0, f: f, gap: n, t: now})
-			}
-		}
-		t.pending.items = append(t.pending.items, decoupledItem{kind: itemClose, f: f, t: now})
+	for _, l := range t.lanes {
+		l.close(f, now)
 	}
-	t.mu.Unlock()
-	t.signal()
 }
 
-func (t *Decoupled) signal() {
+func (l *lane) close(f *DecoupledFlow, now time.Time) {
+	l.mu.Lock()
+	if !l.closed {
+		for s, n := range f.lost[l.id] {
+			if n > 0 {
+				l.pending.items = append(l.pending.items, decoupledItem{kind: itemGap, fromA: s == 0, f: f, gap: n, t: now})
+			}
+		}
+		l.pending.items = append(l.pending.items, decoupledItem{kind: itemClose, f: f, t: now})
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *lane) signal() {
 	select {
-	case t.wake <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Shutdown delivers what is pending and stops the handler's goroutine.
+// Shutdown delivers what is pending and stops the handlers' goroutines.
 func (t *Decoupled) Shutdown() {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	t.signal()
-	<-t.done
+	for _, l := range t.lanes {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		l.signal()
+	}
+	for _, l := range t.lanes {
+		<-l.done
+	}
 }
 
-func (t *Decoupled) run() {
-	defer close(t.done)
+func (l *lane) run() {
+	defer close(l.done)
 	var spare decoupledBatch
 	for {
-		<-t.wake
+		<-l.wake
 		for {
-			t.mu.Lock()
-			batch := t.pending
-			t.pending = spare
-			closed := t.closed
-			t.mu.Unlock()
+			l.mu.Lock()
+			batch := l.pending
+			l.pending = spare
+			closed := l.closed
+			l.mu.Unlock()
 			if len(batch.items) == 0 {
 				spare = batch
 				if closed {
@@ -197,14 +270,7 @@ func (t *Decoupled) run() {
 			}
 			for i := range batch.items {
 				it := &batch.items[i]
-				switch it.kind {
-				case itemData:
-					t.out.Data(it.f.f, it.fromA, batch.bytes[it.from:it.to], it.t)
-				case itemGap:
-					t.out.GapBecause(it.f.f, it.fromA, it.gap, GapDecoderBehind, it.t)
-				case itemClose:
-					t.out.Close(it.f.f, it.t)
-				}
+				l.deliver(it, batch.bytes[it.from:it.to])
 				*it = decoupledItem{}
 			}
 			spare = decoupledBatch{items: batch.items[:0], bytes: batch.bytes[:0]}

@@ -377,17 +377,49 @@ func side(fromA bool) int {
 	return 1
 }
 
+// countingRecorder counts what a recorder is given; safe for concurrent
+// use, as a recorder must be.
+type countingRecorder struct {
+	mu   sync.Mutex
+	seen [2]int
+	gaps int
+}
+
+func (r *countingRecorder) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
+	r.mu.Lock()
+	r.seen[side(fromA)] += len(data)
+	r.mu.Unlock()
+}
+
+func (r *countingRecorder) Gap(f *capture.Flow, fromA bool, n int, t time.Time) {
+	r.mu.Lock()
+	r.gaps++
+	r.mu.Unlock()
+}
+
+func (r *countingRecorder) Close(*capture.Flow, time.Time) {}
+
+func (r *countingRecorder) counts() ([2]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen, r.gaps
+}
+
 // TestForwardingNeverWaitsForDecoding: with a handler that does not
-// return, clients still talk through the proxy; the handler, released,
+// return, clients still talk through the proxy, and the recorder (the -w
+// file) gets every byte while the handler is stuck; the handler, released,
 // is given every byte, as data or as gaps.
 func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 	up := listen(t)
 	defer up.Close()
 	go echoUpper(t, up)
 	h := &stuckHandler{release: make(chan struct{})}
+	rec := &countingRecorder{}
+	s := capture.NewSerial(h)
+	s.SetRecorder(rec)
 	ln := listen(t)
 	p := &proxy.Proxy{Routes: []proxy.Route{{Listen: ln.Addr().String(), Upstream: up.Addr().String()}},
-		Handler: h, DecodeBuffer: 16 << 10}
+		Serial: s, DecodeBuffer: 16 << 10}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.ServeListeners(ctx, []net.Listener{ln}) }()
@@ -406,12 +438,24 @@ func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 			t.Fatalf("client got %d bytes back, want %d", len(got), 200*len(msg))
 		}
 	}
+	want := 3 * 200 * len(msg)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		seen, gaps := rec.counts()
+		if gaps > 0 {
+			t.Fatalf("the recorder was given %d gaps while the decoder was stuck", gaps)
+		}
+		if seen[0] == want && seen[1] == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the recorder saw %v bytes while the decoder was stuck, want %d each way", seen, want)
+		}
+	}
 	close(h.release)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	want := 3 * 200 * len(msg)
 	if h.seen[0] != want || h.seen[1] != want {
 		t.Fatalf("handler saw %v bytes (data and gaps), want %d each way", h.seen, want)
 	}

@@ -32,8 +32,8 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 	defer stop()
 
 	var (
-		tap      func(*capture.Packet)
-		handlers []capture.Handler
+		tap    func(*capture.Packet)
+		record capture.Handler
 	)
 	if w.path != "" {
 		rec, err := openRecording(w, synthesised)
@@ -41,12 +41,21 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 			return inputErr(err)
 		}
 		if synthesised {
-			// First: the file gets each chunk before it is decoded.
-			handlers = append(handlers, rec)
+			record = rec
 		} else {
 			tap = rec.WritePacket
 		}
 		defer rec.end()
+	}
+	// The recording is the Serial's recorder: the sources' Decoupled give
+	// it a buffer and goroutine of its own, so a decoder behind neither
+	// delays the file nor costs it bytes.
+	newSerial := func(h capture.Handler) *capture.Serial {
+		s := capture.NewSerial(h)
+		if record != nil {
+			s.SetRecorder(record)
+		}
+		return s
 	}
 	decodeAs, _ := f.decodeAsMap()
 	if headless {
@@ -93,8 +102,7 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 		staged, flushStage := f.wrapSink(sink)
 		pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: staged})
 		watch := newProtoWatch(pl, func(msg string) { fmt.Fprintln(os.Stderr, msg) })
-		h := capture.MultiHandler(append(handlers, watch)...)
-		err = src(ctx, capture.NewSerial(h), tap)
+		err = src(ctx, newSerial(watch), tap)
 		close(stopFlush)
 		<-flushed
 		watch.finish(time.Now())
@@ -109,6 +117,6 @@ func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesi
 		return nil
 	}
 	return runTUI(ctx, f, title, true, decodeAs, func(ctx context.Context, h capture.Handler) error {
-		return src(ctx, capture.NewSerial(capture.MultiHandler(append(handlers, h)...)), tap)
+		return src(ctx, newSerial(h), tap)
 	}, nil, tuiOpts...)
 }

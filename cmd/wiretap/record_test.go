@@ -327,7 +327,7 @@ func TestProxyWriteRedacted(t *testing.T) {
 }
 
 // amqpBurst is an AMQP 0-9-1 client's bytes that are slow to decode and
-// print: heavy publishes (content headers whose headers tables have keys
+// print: heavy publishes (content headers whose headers tables have
 // thousands of keys) and then many small frames.
 func amqpBurst(heavy, keys, small int) []byte {
 	b := []byte("AMQP\x00\x00\x09\x01")
@@ -354,7 +354,7 @@ func amqpBurst(heavy, keys, small int) []byte {
 	}
 	for range small {
 		frame(1, publish)
-		frame(2, hdr[:14])
+		frame(2, []byte{0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) // no properties
 	}
 	return b
 }
@@ -404,8 +404,15 @@ func TestProxyDecoderBehind(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer outR.Close()
-			proxy, _, stderr := startBin(t, listenB, outW, "proxy", "--headless", "--format", format, "--decode-buffer", "262144",
-				"--listen", listenA, "--upstream", sink.Addr().String(), "--listen", listenB, "--upstream", amAddr)
+			args := []string{"proxy", "--headless", "--format", format, "--decode-buffer", "262144",
+				"--listen", listenA, "--upstream", sink.Addr().String(), "--listen", listenB, "--upstream", amAddr}
+			record := ""
+			if format == "json" {
+				// The -w file has a lane of its own: it misses nothing.
+				record = filepath.Join(t.TempDir(), "behind.pcapng")
+				args = append(args, "-w", record)
+			}
+			proxy, _, stderr := startBin(t, listenB, outW, args...)
 			outW.Close()
 
 			burst := amqpBurst(20, 5000, 30000)
@@ -481,6 +488,24 @@ func TestProxyDecoderBehind(t *testing.T) {
 				}
 				if !found {
 					t.Fatalf("no gap unit warning %q in the JSON output; stderr %s", want, stderr.String())
+				}
+				// Connections in the file: the probe that found the proxy
+				// listening, client A, client B.
+				types := map[int]map[string]int{}
+				for _, u := range readJSON(t, record) {
+					if u.Error != "" || u.Type == "gap" {
+						t.Fatalf("the -w file: unit %d %s: %s %s", u.N, u.Type, u.Error, u.Warnings)
+					}
+					if types[u.Conn] == nil {
+						types[u.Conn] = map[string]int{}
+					}
+					types[u.Conn][u.Type]++
+				}
+				if n := types[2]["content-header"]; n != 20+30000 {
+					t.Errorf("the -w file has %d of client A's %d content headers", n, 20+30000)
+				}
+				if types[3]["connection.close-ok"] != 1 {
+					t.Errorf("the -w file lacks client B's connection.close-ok: %v", types[3])
 				}
 			case "text":
 				if !strings.Contains(out.String(), want+"]") {
