@@ -22,8 +22,9 @@
 // bytes pass, never holding any back, and stop looking once the
 // authentication exchange is over (connection.open, the first client
 // message after AuthenticationOk, the AMQP 1.0 header after SASL).
-// Bytes they cannot place (a gap before the exchange is over, a connection
-// whose start was not seen by a capture) are a limit: after a gap on the
-// client side every further client byte is overwritten, and a captured
-// connection first seen mid-stream is written as it was.
+// Bytes they cannot place are a limit: after a gap on the client side
+// before the exchange is over, every further client byte is overwritten;
+// of a captured connection first seen mid-stream, only segments that
+// start with a whole credential-carrying message are redacted (a secret
+// split across segments of such a connection is written as it was).
 package redact

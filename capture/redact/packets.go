@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net/netip"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -15,7 +17,10 @@ const MaxTracked = 1 << 14
 // its bytes are placed by sequence number, so a retransmission of bytes
 // already overwritten is overwritten alike, and a hole in the client's
 // bytes before the exchange is over makes every later client byte be
-// overwritten. TCP checksums are not recomputed.
+// overwritten. A connection whose SYN was not seen cannot be followed:
+// of its segments, those that start with a whole start-ok, secure-ok,
+// sasl-init, sasl-response or PostgreSQL 'p' message are redacted, and the
+// rest are written as they were. TCP checksums are not recomputed.
 type Packets struct {
 	conns map[connKey]*tracked
 	order []connKey // in order of SYN, for forgetting
@@ -65,8 +70,19 @@ func (r *Packets) Redact(p *capture.Packet) *capture.Packet {
 		t.isn[side], t.has[side], t.next[side] = seg.Seq+1, true, 0
 		return p
 	}
-	if t == nil || len(seg.Payload) == 0 {
+	if len(seg.Payload) == 0 {
 		return p
+	}
+	if t == nil {
+		// First seen mid-stream: no stream to follow, but a segment that
+		// starts with a whole credential-carrying message is redacted.
+		r.buf = append(r.buf[:0], p.Data...)
+		if !midstream(r.buf[len(p.Data)-len(seg.Payload):]) {
+			return p
+		}
+		q := *p
+		q.Data = r.buf
+		return &q
 	}
 	if seg.RST || t.c.Done() {
 		if seg.RST || seg.FIN {
@@ -196,4 +212,45 @@ func (r *Packets) evict() {
 func (r *Packets) forget(key connKey) {
 	delete(r.conns, key)
 	// r.order is cleaned up by the next evict.
+}
+
+// midstream redacts a segment of a connection that is not followed when it
+// starts with a whole message that carries credentials, checked strictly
+// (lengths that fit, frame-end octets, descriptors), and reports whether
+// it did.
+func midstream(b []byte) bool {
+	c := NewConn()
+	s := &c.client
+	switch {
+	case len(b) >= 12 && b[0] == 1 && b[1] == 0 && b[2] == 0:
+		// AMQP 0-9-1 connection.start-ok or secure-ok on channel 0.
+		size := int(binary.BigEndian.Uint32(b[3:]))
+		if size > len(b)-8 || b[7+size] != 0xce || binary.BigEndian.Uint16(b[7:]) != 10 {
+			return false
+		}
+		if m := binary.BigEndian.Uint16(b[9:]); m != 11 && m != 21 {
+			return false
+		}
+		s.next = c.amqp091Frame
+		return s.feed(b[:8+size])
+	case len(b) >= 11 && b[4] >= 2 && b[5] == 1:
+		// AMQP 1.0 sasl-init or sasl-response.
+		size, doff := int(binary.BigEndian.Uint32(b)), int(b[4])*4
+		if size > len(b) || doff+3 > size || b[doff] != 0 || b[doff+1] != 0x53 || (b[doff+2] != 0x41 && b[doff+2] != 0x43) {
+			return false
+		}
+		s.next = c.amqp10Frame
+		return s.feed(b[:size])
+	case len(b) >= 5 && b[0] == 'p':
+		n := int(binary.BigEndian.Uint32(b[1:]))
+		if n < 4 || n > len(b)-1 {
+			return false
+		}
+		if bytes.HasPrefix(b[5:1+n], []byte("SCRAM-SHA-256")) {
+			c.pgAuth = 10
+		}
+		s.next = c.pgClientMessage
+		return s.feed(b[:1+n])
+	}
+	return false
 }

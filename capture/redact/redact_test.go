@@ -193,3 +193,33 @@ func TestConnAfterGap(t *testing.T) {
 		t.Fatalf("HTTP: %q, want it unchanged", got)
 	}
 }
+
+// TestPacketsMidstream: connections whose SYN the redactor did not see
+// (a capture started mid-stream) still have the credentials of segments
+// that start with them overwritten.
+func TestPacketsMidstream(t *testing.T) {
+	for _, name := range captures {
+		t.Run(name, func(t *testing.T) {
+			orig := read(t, name)
+			var red bytes.Buffer
+			w := pcapng.NewWriter(&red)
+			r := redact.NewPackets()
+			if _, err := capture.Read(bytes.NewReader(orig), name, capture.MultiHandler(), &capture.Options{
+				Tap: func(p *capture.Packet) {
+					if seg, ok := capture.DecodeTCP(p); ok && !seg.SYN {
+						p = r.Redact(p)
+					}
+					if err := w.WritePacket(p); err != nil {
+						t.Fatal(err)
+					}
+				},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			if n := compare(t, name, units(t, name, orig), units(t, name, red.Bytes())); n == 0 {
+				t.Fatalf("%s: no secret found to redact", name)
+			}
+		})
+	}
+}

@@ -563,3 +563,56 @@ func TestProxyUnrecognisedProtocol(t *testing.T) {
 		t.Fatalf("stdout %q, want nothing: the line goes to stderr", stdout.String())
 	}
 }
+
+// TestCaptureWriteRedacted: capture -w --redact on the loopback interface
+// writes the packets of a psql session with its SCRAM messages as
+// asterisks, and the file decodes without error.
+func TestCaptureWriteRedacted(t *testing.T) {
+	pg, pgAddr := pgPeer(t)
+	if _, err := exec.LookPath("psql"); err != nil {
+		needPeer(t, "no psql: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root or CAP_NET_RAW")
+	}
+	_, port, _ := net.SplitHostPort(pgAddr)
+	path := filepath.Join(t.TempDir(), "captured.pcapng")
+	cmd := exec.Command(wiretapBin, "capture", "-i", "lo", "-f", "tcp port "+port, "--headless", "-w", path, "--redact")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// The capture has no port to say it is ready: sessions are run until
+	// one is in the file.
+	waitFor(t, "a captured session in the -w file", func() bool {
+		if out, err := exec.Command("psql", "-X", "-q", "-c", "select 1", pg.String()).CombinedOutput(); err != nil {
+			t.Fatalf("psql: %v: %s", err, out)
+		}
+		b, _ := os.ReadFile(path)
+		return bytes.Contains(b, []byte("SELECT 1"))
+	})
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("capture: %v; stderr %s", err, stderr.String())
+	}
+	us := readJSON(t, "--show-secrets", "--raw", path)
+	sasl := 0
+	for _, u := range us {
+		if u.Error != "" {
+			t.Errorf("unit %d %s: %s", u.N, u.Type, u.Error)
+		}
+		if u.Type != "SASLResponse" {
+			continue
+		}
+		r, _ := hex.DecodeString(u.Raw)
+		if !allStars(r[5:]) {
+			t.Fatalf("SASLResponse %q: want its contents as asterisks", r)
+		}
+		sasl++
+	}
+	if sasl == 0 {
+		t.Fatal("no SASLResponse captured")
+	}
+}
