@@ -28,6 +28,9 @@ type liveSource func(ctx context.Context, h capture.Handler, tap func(*capture.P
 // when the source has them (synthesised=false), else TCP packets
 // synthesised from the streams.
 func liveRun(f *decodeFlags, headless bool, title string, w writeFlags, synthesised bool, src liveSource, tuiOpts ...func(*tui.Options)) error {
+	if w.redact && w.path == "" {
+		return usageErr("--redact: it applies to the -w file; give -w FILE")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -616,3 +616,16 @@ func TestCaptureWriteRedacted(t *testing.T) {
 		t.Fatal("no SASLResponse captured")
 	}
 }
+
+// TestRedactNeedsWrite: --redact without -w is a usage error, not a
+// silent no-op.
+func TestRedactNeedsWrite(t *testing.T) {
+	for _, args := range [][]string{
+		{"proxy", "--listen", freePort(t), "--upstream", "127.0.0.1:1", "--headless", "--redact"},
+		{"capture", "-i", "lo", "--headless", "--redact"},
+	} {
+		if _, stderr, code, _ := runWiretap(t, args...); code != 2 || !strings.Contains(stderr, "--redact") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a word on --redact", args, code, stderr)
+		}
+	}
+}
