@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -98,6 +99,7 @@ type txAck struct {
 
 // delivery is one unacknowledged delivery.
 type delivery struct {
+	at   int64 // when delivered, on latency.Now's clock
 	tag  uint64
 	q    *queueState
 	e    queue.Entry
@@ -143,11 +145,12 @@ func (c *consumer) hasCredit() bool {
 // deliver writes basic.deliver with the message and records it as unacked
 // (q.mu held).
 func (ch *channel) deliver(cons *consumer, q *queueState, e queue.Entry) {
+	now := observeDeliver(q, e)
 	ch.mu.Lock()
 	ch.nextTag++
 	tag := ch.nextTag
 	if !cons.noAck {
-		ch.unacked = append(ch.unacked, delivery{tag: tag, q: q, e: e, cons: cons})
+		ch.unacked = append(ch.unacked, delivery{at: now, tag: tag, q: q, e: e, cons: cons})
 		ch.unackedLive++
 		cons.unacked++
 	}
@@ -512,6 +515,7 @@ func (ch *channel) settle(kind uint8, tag uint64, multiple, requeue bool) *amqpE
 	switch {
 	case kind == 0:
 		ch.c.b.stats.acked.Add(uint64(len(ds)))
+		observeAcks(ds)
 		settleGroups(ds, settleAck, &ch.entries)
 	case requeue:
 		settleGroups(ds, settleRequeue, &ch.entries)
@@ -905,11 +909,12 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 		q.unacked++
 	}
 	left := q.store.Len()
+	now := observeDeliver(q, e2)
 	ch.mu.Lock()
 	ch.nextTag++
 	tag := ch.nextTag
 	if !m.NoAck {
-		ch.unacked = append(ch.unacked, delivery{tag: tag, q: q, e: e2})
+		ch.unacked = append(ch.unacked, delivery{at: now, tag: tag, q: q, e: e2})
 		ch.unackedLive++
 	}
 	ch.mu.Unlock()
@@ -942,4 +947,36 @@ func (in *interned) intern(b []byte) string {
 		in.s = string(b)
 	}
 	return in.s
+}
+
+// observeDeliver counts a first delivery's publish-to-deliver latency for
+// its queue (nil for direct reply-to) and its exchange, and returns the
+// time of delivery.
+func observeDeliver(q *queueState, e queue.Entry) int64 {
+	now := latency.Now()
+	if e.Redelivered {
+		return now
+	}
+	d := now - e.Msg.PublishedAt
+	if q != nil {
+		q.lat.PublishToDeliver.Observe(d)
+	}
+	if v := e.Msg.Via; v != nil {
+		v.PublishToDeliver.Observe(d)
+	}
+	return now
+}
+
+// observeAcks counts acknowledged deliveries' deliver-to-ack latency.
+func observeAcks(ds []delivery) {
+	now := latency.Now()
+	for i := range ds {
+		d := now - ds[i].at
+		if q := ds[i].q; q != nil {
+			q.lat.DeliverToAck.Observe(d)
+		}
+		if v := ds[i].e.Msg.Via; v != nil {
+			v.DeliverToAck.Observe(d)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -104,7 +105,7 @@ func (ch *channel) complete() *amqpError {
 	if props.Flags&amqp091.FlagUserID != 0 && string(props.UserID) != c.user {
 		return ids(errorf(406, "user_id property set to '"+string(props.UserID)+"' but authenticated user was '"+c.user+"'"))
 	}
-	msg := &queue.Message{Exchange: p.exchange, RoutingKey: p.routingKey, Header: p.header, Body: p.body}
+	msg := &queue.Message{Exchange: p.exchange, RoutingKey: p.routingKey, Header: p.header, Body: p.body, PublishedAt: latency.Now()}
 	if err := msg.ParseProperties(); err != nil {
 		if pe, ok := err.(*queue.PublishError); ok {
 			return ids(&amqpError{code: 406, text: pe.ReplyText()})
@@ -198,6 +199,7 @@ func (ch *channel) deliverPublished(p publishing, msg *queue.Message, headers am
 		}
 		return nil
 	}
+	msg.Via = ch.scratch.via
 	rejected := false
 	for _, q := range qs {
 		if !q.enqueue(msg, ch) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -15,6 +16,7 @@ import (
 // queue, then channel, then connection writer. Dead-lettering routes
 // messages into other queues, so it runs after mu is released (unlock).
 type queueState struct {
+	lat        latency.Pair
 	vh         *vhost
 	name       string
 	durable    bool
@@ -104,7 +106,8 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 		if q.qa.HasDeadLetterRoutingKey {
 			rk = q.qa.DeadLetterRoutingKey
 		}
-		nm := &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority}
+		// Dead-lettering is a new publish, to the dead-letter exchange.
+		nm := &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority, PublishedAt: latency.Now()}
 		hs := headersOf(hdr)
 		keys, err := route.RoutingKeys([]byte(rk), hs, nil)
 		if err != nil {
@@ -114,6 +117,7 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 		if !ok {
 			continue
 		}
+		nm.Via = s.via
 		for _, t := range qs {
 			if t == q && d.reason != queue.Rejected {
 				// RabbitMQ drops a message dead-lettered back into its

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
@@ -16,6 +17,8 @@ import (
 type vhost struct {
 	b    *Broker
 	name string
+	// defaultLat is the default exchange's latency.
+	defaultLat latency.Pair
 
 	mu        sync.RWMutex
 	exchanges map[string]*exchange
@@ -40,6 +43,7 @@ type exchange struct {
 	index   *route.Index
 
 	publishIn, publishOut uint64 // under routeMu
+	lat                   latency.Pair
 }
 
 // systemExchanges are those every vhost has, as RabbitMQ declares them.
@@ -313,6 +317,8 @@ type routeScratch struct {
 	work   []string
 	seen   []string
 	queues []*queueState
+	// via is the latency of the exchange published to, set by route.
+	via *latency.Pair
 }
 
 // route resolves a publish to queues by its routing keys (the routing key,
@@ -322,9 +328,11 @@ type routeScratch struct {
 // the exchange does not exist; internal when it may not be published to.
 func (v *vhost) route(exchangeName string, keys [][]byte, headers amqp091.Table, s *routeScratch) (qs []*queueState, ok, internal bool) {
 	s.queues = s.queues[:0]
+	s.via = nil
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if exchangeName == "" {
+		s.via = &v.defaultLat
 		for _, k := range keys {
 			if q, ok := v.queues[string(k)]; ok && !containsQueue(s.queues, q) {
 				s.queues = append(s.queues, q)
@@ -339,6 +347,7 @@ func (v *vhost) route(exchangeName string, keys [][]byte, headers amqp091.Table,
 	if x.internal {
 		return nil, true, true
 	}
+	s.via = &x.lat
 	s.work = append(s.work[:0], exchangeName)
 	s.seen = append(s.seen[:0], exchangeName)
 	for len(s.work) > 0 {

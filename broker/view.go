@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -144,9 +145,14 @@ func (b *Broker) Exchanges() []state.Exchange {
 			x.routeMu.Lock()
 			in, o := x.publishIn, x.publishOut
 			x.routeMu.Unlock()
+			lat := &x.lat
+			if x.name == "" {
+				lat = &v.defaultLat
+			}
 			out = append(out, state.Exchange{
 				VHost: v.name, Name: x.name, Type: x.typ, Durable: x.durable, AutoDelete: x.autoDelete,
 				Internal: x.internal, Arguments: tableMap(x.args), PublishIn: in, PublishOut: o,
+				PublishToDeliver: latencyOf(&lat.PublishToDeliver), DeliverToAck: latencyOf(&lat.DeliverToAck),
 			})
 		}
 		v.mu.RUnlock()
@@ -182,6 +188,7 @@ func (b *Broker) Queues() []state.Queue {
 				Arguments: tableMap(q.args), Ready: q.store.Len(), Unacked: q.unacked, Bytes: q.store.Bytes(),
 				Consumers: len(q.consumers), Published: q.published, Delivered: q.delivered, Acked: q.acked,
 				Redelivered: q.redelivered, State: "running",
+				PublishToDeliver: latencyOf(&q.lat.PublishToDeliver), DeliverToAck: latencyOf(&q.lat.DeliverToAck),
 			}
 			if q.owner != nil {
 				sq.Owner = q.owner.name
@@ -298,4 +305,9 @@ func (c *conn) requestClose(reason string) {
 	c.closeRequested.Store(&reason)
 	c.b.mem.wake()
 	c.nc.SetReadDeadline(time.Now())
+}
+
+func latencyOf(h *latency.Histogram) state.Latency {
+	s := h.Snapshot()
+	return state.Latency{Count: s.Count, Buckets: s.Buckets, P50: s.P50, P99: s.P99}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
+
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 )
 
@@ -29,6 +31,12 @@ type Message struct {
 	// the message, so a message routed to many queues is counted once
 	// against the broker's memory watermark. Only the broker uses it.
 	Holders atomic.Int32
+	// PublishedAt is when the broker had the whole message, on
+	// latency.Now's clock; Via is the latency of the exchange it was
+	// published to (nil for none). The broker's latency histograms read
+	// them.
+	PublishedAt int64
+	Via         *latency.Pair
 }
 
 // NewMessage returns the message published to exchange with routingKey,
