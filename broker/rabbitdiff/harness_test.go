@@ -16,8 +16,8 @@ import (
 
 func TestWorkloadsAreWellFormed(t *testing.T) {
 	seen := map[string]bool{}
-	valid := regexp.MustCompile(`^(go|raw|pika|pyamqp)-[a-z0-9-]+$`)
-	for _, w := range Workloads() {
+	valid := regexp.MustCompile(`^(go|raw|pika|pyamqp|kombu)-[a-z0-9-]+$`)
+	for _, w := range append(Workloads(), AlarmWorkloads()...) {
 		if seen[w.Name] {
 			t.Errorf("two workloads named %s", w.Name)
 		}
