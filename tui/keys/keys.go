@@ -14,7 +14,7 @@ type KeyMap struct {
 	Stats, SavePcapng, ExportJSON                                key.Binding
 
 	// Broker panel (the embedded broker's sources only).
-	Broker, BrokerNext, BrokerPrev, BrokerSection, BrokerJump key.Binding
+	Broker, BrokerNext, BrokerPrev, BrokerSection, BrokerLatency, BrokerJump key.Binding
 
 	// Prompt (filter bar, command line) editing.
 	Accept, Cancel, Complete key.Binding
@@ -75,6 +75,7 @@ func DefaultKeyMap() *KeyMap {
 		BrokerNext:    b("tab", "broker panel: next section", "tab"),
 		BrokerPrev:    b("shift+tab", "broker panel: previous section", "shift+tab"),
 		BrokerSection: b("1-9 0", "broker panel: section (0: route explain)", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0"),
+		BrokerLatency: b("L", "broker panel: latency histograms", "L"),
 		BrokerJump:    b("enter", "broker panel: show the units of a connection, queue or exchange", "enter"),
 
 		Accept:   b("enter", "apply", "enter"),
@@ -92,6 +93,6 @@ func (k *KeyMap) Sections() []Section {
 		{"Filter and search", []key.Binding{k.Filter, k.Search, k.SearchNext, k.SearchPrev, k.ClearFilter, k.Complete}},
 		{"Navigation", []key.Binding{k.Follow, k.Pause, k.Answer, k.Request, k.Back, k.Mark, k.GotoMark}},
 		{"Commands and export", []key.Binding{k.Command, k.SavePcapng, k.ExportJSON}},
-		{"Broker panel", []key.Binding{k.Broker, k.BrokerNext, k.BrokerPrev, k.BrokerSection, k.BrokerJump}},
+		{"Broker panel", []key.Binding{k.Broker, k.BrokerNext, k.BrokerPrev, k.BrokerSection, k.BrokerLatency, k.BrokerJump}},
 	}
 }

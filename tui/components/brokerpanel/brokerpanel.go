@@ -27,12 +27,13 @@ const (
 	SectionConsumers
 	SectionUsers // users and vhosts
 	SectionPermissions
-	SectionRoute // the last :route explained
+	SectionRoute   // the last :route explained
+	SectionLatency // publish-to-deliver and deliver-to-ack histograms
 	NumSections
 )
 
 var sectionNames = [NumSections]string{"Overview", "Exchanges", "Queues", "Bindings", "Connections",
-	"Channels", "Consumers", "Users & vhosts", "Permissions", "Route"}
+	"Channels", "Consumers", "Users & vhosts", "Permissions", "Route", "Latency"}
 
 func (s Section) String() string {
 	if s < NumSections {
@@ -41,8 +42,25 @@ func (s Section) String() string {
 	return "Section(" + strconv.Itoa(int(s)) + ")"
 }
 
+// tabName is the section's name in the section bar, shorter than String
+// where it has to be for eleven tabs to fit 140 columns.
+func (s Section) tabName() string {
+	switch s {
+	case SectionUsers:
+		return "Users"
+	case SectionPermissions:
+		return "Perms"
+	}
+	return s.String()
+}
+
 // key is the digit that selects the section.
-func (s Section) key() string { return strconv.Itoa((int(s) + 1) % 10) }
+func (s Section) key() string {
+	if s == SectionLatency {
+		return "L"
+	}
+	return strconv.Itoa((int(s) + 1) % 10)
+}
 
 // JumpMsg asks the root to show units: those of connection Flow (its
 // number in the unit list) when Flow > 0, else those a display filter
@@ -170,6 +188,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			}
 			m.SetSection(n)
 			return m, nil
+		case key.Matches(msg, km.BrokerLatency):
+			m.SetSection(SectionLatency)
+			return m, nil
 		case key.Matches(msg, km.BrokerNext):
 			m.SetSection((m.sec + 1) % NumSections)
 			return m, nil
@@ -270,6 +291,8 @@ func (m *Model) build() {
 	case SectionRoute:
 		m.text = true
 		m.routeLines()
+	case SectionLatency:
+		m.latency()
 	}
 	if was != "" {
 		for i, r := range m.rows {
@@ -313,7 +336,7 @@ func (m *Model) tabs() string {
 	label := func(s Section, level int) string {
 		l := s.key()
 		if level > 0 {
-			l += " " + s.String()
+			l += " " + s.tabName()
 		}
 		if n := m.count(s); n >= 0 && level > 1 {
 			l += " (" + strconv.Itoa(n) + ")"

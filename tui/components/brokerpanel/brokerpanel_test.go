@@ -221,6 +221,34 @@ func TestRouteSection(t *testing.T) {
 	has(t, view(m), "E no exchange 'nope'")
 }
 
+func TestLatencySection(t *testing.T) {
+	src := testSource()
+	m := newPanel(200, 20)
+	m.SetSnapshot(Take(src, time.Unix(1000, 0)))
+	m, _ = press(m, "L")
+	if m.Section() != SectionLatency {
+		t.Fatalf("L: section %v", m.Section())
+	}
+	has(t, view(m), "no latencies")
+	src.qs[0].PublishToDeliver = state.Latency{Count: 12, Buckets: [6]uint64{10, 1, 0, 0, 1, 0}, P50: 850 * time.Microsecond, P99: 730 * time.Millisecond}
+	src.qs[0].DeliverToAck = state.Latency{Count: 3, Buckets: [6]uint64{0, 0, 0, 0, 0, 3}, P50: 1200 * time.Millisecond, P99: 1500 * time.Millisecond}
+	src.exs[0].PublishToDeliver = state.Latency{Count: 4, Buckets: [6]uint64{4}, P50: 90 * time.Microsecond, P99: 120 * time.Microsecond}
+	m.SetSnapshot(Take(src, time.Unix(1001, 0)))
+	v := view(m)
+	has(t, v, "[L Latency]", "publish→deliver", "deliver→ack", "850µs", "730.0ms", "1.20s", "1.50s", "120µs")
+	// Rows: the queue's two, then the exchange's one; the idle queue and
+	// the empty histograms are left out.
+	if n := strings.Count(v, "publish→deliver") + strings.Count(v, "deliver→ack"); n != 3 {
+		t.Fatalf("%d latency rows:\n%s", n, v)
+	}
+	// enter jumps to the queue's units.
+	if _, cmd := press(m, "enter"); cmd == nil {
+		t.Fatal("enter on a latency row does nothing")
+	} else if j, ok := cmd().(JumpMsg); !ok || j.Queue != "work" {
+		t.Fatalf("jump %+v", cmd())
+	}
+}
+
 func TestViewFitsAndEscapesNames(t *testing.T) {
 	src := testSource()
 	src.qs[1].Name = "evil\x1b[2Jname"

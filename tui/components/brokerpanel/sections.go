@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
 )
@@ -426,4 +427,53 @@ func pad(s string, w int) string {
 		return s + strings.Repeat(" ", w-n)
 	}
 	return s
+}
+
+var latencyCols = []col{{"", 2, false}, {"vhost", 8, false}, {"name", 24, false}, {"latency", 16, false}, {"count", 9, true},
+	{"p50", 8, true}, {"p99", 8, true}, {"<=1ms", 8, true}, {"<=5ms", 8, true}, {"<=50ms", 8, true},
+	{"<=500ms", 8, true}, {"<=1000ms", 8, true}, {">1s", 8, true}}
+
+// latency lists each queue's and exchange's histograms (q: queue, x:
+// exchange), those with nothing observed left out.
+func (m *Model) latency() {
+	m.header = header(latencyCols)
+	n := 0
+	row := func(kind, vhost, nm, what string, l state.Latency, id string, j *JumpMsg) {
+		if l.Count == 0 {
+			return
+		}
+		n++
+		cells := []string{kind, name(vhost), nm, what, utoa(l.Count), duration(l.P50), duration(l.P99)}
+		for _, b := range l.Buckets {
+			cells = append(cells, utoa(b))
+		}
+		m.add(table(latencyCols, cells...), id, j)
+	}
+	for _, q := range m.snap.Queues {
+		j := &JumpMsg{VHost: q.VHost, Queue: q.Name, ConsumerTags: m.tags(q.VHost, q.Name)}
+		id := "q" + queueKey(q.VHost, q.Name)
+		row("q", q.VHost, name(q.Name), "publish→deliver", q.PublishToDeliver, id+"/pd", j)
+		row("q", q.VHost, name(q.Name), "deliver→ack", q.DeliverToAck, id+"/da", j)
+	}
+	for _, x := range m.snap.Exchanges {
+		j := &JumpMsg{VHost: x.VHost, Exchange: x.Name, IsExchange: true}
+		id := "x" + queueKey(x.VHost, x.Name)
+		row("x", x.VHost, exchangeName(x.Name), "publish→deliver", x.PublishToDeliver, id+"/pd", j)
+		row("x", x.VHost, exchangeName(x.Name), "deliver→ack", x.DeliverToAck, id+"/da", j)
+	}
+	if n == 0 {
+		m.none("latencies (nothing delivered yet)")
+	}
+}
+
+// duration is a latency, short: 850µs, 12.5ms, 1.2s.
+func duration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return strconv.FormatInt(d.Microseconds(), 10) + "µs"
+	case d < time.Second:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+	default:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+	}
 }
