@@ -94,8 +94,25 @@ func (m *Model) openStats() tea.Cmd {
 	m.stats.SetComputing(true)
 	units, conns, width := m.st.Snapshot(), m.st.Conns(), stats.ChartWidth(m.w-2)
 	notes := m.connNotes()
+	src := m.opt.Broker
 	return func() tea.Msg {
-		return statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)], notes}
+		msg := statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)], notes, nil}
+		if src != nil {
+			msg.brokerLat = []stats.BrokerLatency{}
+			for _, q := range src.Queues() {
+				msg.brokerLat = append(msg.brokerLat, stats.BrokerLatency{What: "queue '" + q.Name + "' in vhost '" + q.VHost + "'",
+					PublishToDeliver: q.PublishToDeliver, DeliverToAck: q.DeliverToAck})
+			}
+			for _, x := range src.Exchanges() {
+				n := x.Name
+				if n == "" {
+					n = "(AMQP default)"
+				}
+				msg.brokerLat = append(msg.brokerLat, stats.BrokerLatency{What: "exchange '" + n + "' in vhost '" + x.VHost + "'",
+					PublishToDeliver: x.PublishToDeliver, DeliverToAck: x.DeliverToAck})
+			}
+		}
+		return msg
 	}
 }
 
@@ -117,9 +134,10 @@ func (m *Model) connNotes() []stats.Note {
 }
 
 type statsMsg struct {
-	st    store.Stats
-	conns []*decode.Conn
-	notes []stats.Note
+	st        store.Stats
+	conns     []*decode.Conn
+	notes     []stats.Note
+	brokerLat []stats.BrokerLatency // nil without a broker
 }
 
 func (m *Model) barApplied(msg filterbar.AppliedMsg) tea.Cmd {

@@ -168,6 +168,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case statsMsg:
 		m.stats.SetStats(msg.st, msg.conns)
 		m.stats.SetNotes(msg.notes, m.done)
+		m.stats.SetBrokerLatency(msg.brokerLat)
 	case filterbar.ChangedMsg, filterbar.AppliedMsg, filterbar.CancelledMsg, cmdline.ExecMsg, cmdline.ErrorMsg:
 		cmd = m.promptEvent(msg)
 	case tea.KeyPressMsg:

@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/components/connlist"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
@@ -29,6 +30,7 @@ type Model struct {
 	stats     store.Stats
 	conns     []*decode.Conn
 	notes     []Note
+	brokerLat []BrokerLatency
 	ended     bool
 	computing bool
 	lines     []string
@@ -66,6 +68,21 @@ type Note struct {
 // ended (a live source's connections report when it stops).
 func (m *Model) SetNotes(notes []Note, ended bool) {
 	m.notes, m.ended = notes, ended
+	m.render()
+}
+
+// BrokerLatency is a queue's or exchange's latency inside the embedded
+// broker.
+type BrokerLatency struct {
+	What string // "queue 'work' in vhost '/'"
+	// PublishToDeliver and DeliverToAck as the broker measured them.
+	PublishToDeliver, DeliverToAck state.Latency
+}
+
+// SetBrokerLatency shows the broker's own latency histograms (nil: no
+// broker, and no section).
+func (m *Model) SetBrokerLatency(ls []BrokerLatency) {
+	m.brokerLat = ls
 	m.render()
 }
 
@@ -138,6 +155,30 @@ func (m *Model) render() {
 		c := m.conns[i]
 		add("")
 		add(m.histogram("conn "+strconv.Itoa(c.ID)+" "+c.Proto.String()+" "+c.Client.String()+" → "+c.Server.String(), lat)...)
+	}
+	if m.brokerLat != nil {
+		add("", sy.HelpSection.Render("Latency inside the broker"))
+		n := 0
+		for _, b := range m.brokerLat {
+			for _, h := range []struct {
+				name string
+				l    state.Latency
+			}{{"publish→deliver", b.PublishToDeliver}, {"deliver→ack", b.DeliverToAck}} {
+				if h.l.Count == 0 {
+					continue
+				}
+				n++
+				line := "  " + text.OneLine(b.What) + " " + h.name + ": " + strconv.FormatUint(h.l.Count, 10) +
+					"  p50 " + h.l.P50.String() + "  p99 " + h.l.P99.String() + " "
+				for i, c := range h.l.Buckets {
+					line += " " + state.LatencyBuckets[i] + " " + strconv.FormatUint(c, 10)
+				}
+				add(line)
+			}
+		}
+		if n == 0 {
+			add(sy.Dim.Render("  nothing delivered yet"))
+		}
 	}
 	add("", sy.HelpSection.Render("Connection notes"))
 	switch {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/tui/keys"
 	"github.com/wiretap-dev/wiretap/tui/store"
 	"github.com/wiretap-dev/wiretap/tui/styles"
@@ -38,5 +39,29 @@ func TestHistogramView(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
+	}
+}
+
+func TestBrokerLatencySection(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(200, 80)
+	m.SetStats(store.Stats{}, nil)
+	if v := ansi.Strip(m.View()); strings.Contains(v, "inside the broker") {
+		t.Fatalf("a broker section without a broker:\n%s", v)
+	}
+	m.SetBrokerLatency([]BrokerLatency{})
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "Latency inside the broker") || !strings.Contains(v, "nothing delivered yet") {
+		t.Fatalf("empty broker section:\n%s", v)
+	}
+	m.SetBrokerLatency([]BrokerLatency{{What: "queue 'work' in vhost '/'",
+		PublishToDeliver: state.Latency{Count: 7, Buckets: [6]uint64{6, 0, 1}, P50: 300 * time.Microsecond, P99: 20 * time.Millisecond}}})
+	v := ansi.Strip(m.View())
+	for _, want := range []string{"queue 'work' in vhost '/' publish→deliver: 7", "p50 300µs", "p99 20ms", "<=1ms 6", "<=50ms 1", ">1s 0"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "deliver→ack") {
+		t.Errorf("an empty deliver→ack histogram is shown:\n%s", v)
 	}
 }
