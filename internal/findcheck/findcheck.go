@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -13,6 +15,28 @@ import (
 // Names returns the names to look up on u: every name in its tree, every
 // registered field name, and a few that no tree holds.
 func Names(tree []*decode.Field) []string {
+	fixed, fixedSet := fixedNames()
+	var extra []string
+	var seen map[string]bool
+	decode.Walk(tree, func(f *decode.Field) bool {
+		if n := f.Name; n != "" && !fixedSet[n] && !seen[n] {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[n] = true
+			extra = append(extra, n)
+		}
+		return true
+	})
+	if len(extra) == 0 {
+		return fixed
+	}
+	return append(extra, fixed...)
+}
+
+// fixedNames is the part of Names that does not depend on the tree, built
+// once: building it per unit was most of FuzzPipeline's time.
+var fixedNames = sync.OnceValues(func() ([]string, map[string]bool) {
 	seen := map[string]bool{}
 	var out []string
 	add := func(n string) {
@@ -21,7 +45,6 @@ func Names(tree []*decode.Field) []string {
 			out = append(out, n)
 		}
 	}
-	decode.Walk(tree, func(f *decode.Field) bool { add(f.Name); return true })
 	for _, n := range decode.FieldNames() {
 		add(n.Name)
 	}
@@ -29,8 +52,8 @@ func Names(tree []*decode.Field) []string {
 		"amqp.method.properties.headers.x", "pgsql.", "pgsql.nope", "nope"} {
 		add(n)
 	}
-	return out
-}
+	return slices.Clip(out), seen
+})
 
 // Check looks up every name of Names on u and reports the first
 // occurrence where a handled lookup disagrees with the tree.
