@@ -149,11 +149,12 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
-	if err := declare(&cfg); err != nil {
-		return Result{}, err
-	}
+	var made declared
 	if !cfg.Keep {
-		defer teardown(&cfg)
+		defer teardown(&cfg, &made)
+	}
+	if err := declare(&cfg, &made); err != nil {
+		return Result{}, err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -188,8 +189,24 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 		subs[i] = s
 		r.consumers = append(r.consumers, newWorker())
 	}
-	for range cfg.Producers {
-		r.producers = append(r.producers, newWorker())
+	// Producers connected before the clock starts, so a slow handshake
+	// does not eat into the measured time.
+	pubs := make([]*producer, cfg.Producers)
+	for i := range cfg.Producers {
+		out.starting("producer", i)
+		w := newWorker()
+		pr, err := newProducer(&cfg, w, i)
+		if err != nil {
+			for _, s := range subs {
+				s.close()
+			}
+			for _, pr := range pubs[:i] {
+				pr.p.close()
+			}
+			return Result{}, fmt.Errorf("loadgen: starting producer %d: %w", i, err)
+		}
+		pubs[i] = pr
+		r.producers = append(r.producers, w)
 	}
 	start := time.Now()
 	measureFrom := start.Add(cfg.WarmUp)
@@ -204,12 +221,11 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 			}
 		}()
 	}
-	for i := range cfg.Producers {
-		out.starting("producer", i)
+	for i, pr := range pubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(ctx, &cfg, r.producers[i], i); err != nil {
+			if err := pr.run(ctx); err != nil {
 				fail(fmt.Errorf("loadgen: producer %d: %w", i, err))
 			}
 		}()
@@ -240,7 +256,10 @@ func Run(ctx context.Context, cfg Config, w io.Writer) (Result, error) {
 		if done {
 			at = now
 		}
-		if secs := now.Sub(lastAt).Seconds(); secs > 0.001 || done || !at.Before(deadline) {
+		// Every scheduled instant gets its line, even one the timer
+		// reached late, right after the previous one.
+		{
+			secs := now.Sub(lastAt).Seconds()
 			var rates [5]float64
 			d := cur.sub(last)
 			if secs > 0 {
@@ -386,21 +405,39 @@ func bindingKey(cfg *Config, q int) string {
 	return cfg.queues[q]
 }
 
-func produce(ctx context.Context, cfg *Config, st *worker, id int) error {
-	var win *window
+// producer is one producer, connected and ready to run.
+type producer struct {
+	cfg *Config
+	id  int
+	st  *worker
+	win *window // nil without confirms
+	p   publisher
+}
+
+func newProducer(cfg *Config, st *worker, id int) (*producer, error) {
+	pr := &producer{cfg: cfg, id: id, st: st}
 	if cfg.ConfirmBatch > 0 {
-		win = newWindow(cfg.ConfirmBatch)
-		defer win.stop()
-		stop := context.AfterFunc(ctx, win.stop)
-		defer stop()
+		pr.win = newWindow(cfg.ConfirmBatch)
 	}
 	onConfirm := func(tag uint64, multiple, ack bool) {
 		now := time.Now().UnixNano()
-		win.confirm(tag, multiple, func(sent int64) { st.confirmed(time.Duration(now-sent), ack) })
+		pr.win.confirm(tag, multiple, func(sent int64) { st.confirmed(time.Duration(now-sent), ack) })
 	}
 	p, err := dialPublisher(cfg, "producer "+strconv.Itoa(id), onConfirm, st.returned)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	pr.p = p
+	return pr, nil
+}
+
+// run publishes until ctx ends, then closes the connection.
+func (pr *producer) run(ctx context.Context) error {
+	cfg, st, win, p, id := pr.cfg, pr.st, pr.win, pr.p, pr.id
+	if win != nil {
+		defer win.stop()
+		stop := context.AfterFunc(ctx, win.stop)
+		defer stop()
 	}
 	stopPub := context.AfterFunc(ctx, p.interrupt) // unblocks a publish stuck on a full socket
 	defer stopPub()

@@ -13,9 +13,17 @@ import (
 // used as it is and never declared or deleted.
 func predeclared(exchange string) bool { return strings.HasPrefix(exchange, "amq.") }
 
+// declared is what declare made, so that teardown deletes that and nothing
+// else (not an exchange of the same name that was there, of another type).
+type declared struct {
+	exchange bool
+	queues   []string
+}
+
 // declare makes the exchange, the queues and their bindings (and the extra
 // non-matching bindings) through amqp091-go, whichever client the run uses.
-func declare(cfg *Config) error {
+// What it made is recorded in d even when it fails halfway.
+func declare(cfg *Config, d *declared) error {
 	conn, ch, err := dialGo(cfg, "setup")
 	if err != nil {
 		return fmt.Errorf("loadgen: connecting to %s: %w", redact(cfg.URI), err)
@@ -25,11 +33,13 @@ func declare(cfg *Config) error {
 		if err := ch.ExchangeDeclare(cfg.Exchange, cfg.ExchangeType, false, false, false, false, nil); err != nil {
 			return fmt.Errorf("loadgen: exchange.declare %q: %w", cfg.Exchange, err)
 		}
+		d.exchange = true
 	}
 	for i, q := range cfg.queues {
 		if _, err := ch.QueueDeclare(q, cfg.Persistent, false, false, false, nil); err != nil {
 			return fmt.Errorf("loadgen: queue.declare %q: %w", q, err)
 		}
+		d.queues = append(d.queues, q)
 		if cfg.Exchange == "amq.default" {
 			continue
 		}
@@ -51,18 +61,21 @@ func declare(cfg *Config) error {
 
 // teardown deletes what declare made: the queues (their bindings go with
 // them) and the exchange.
-func teardown(cfg *Config) {
+func teardown(cfg *Config, d *declared) {
+	if !d.exchange && len(d.queues) == 0 {
+		return
+	}
 	conn, ch, err := dialGo(cfg, "teardown")
 	if err != nil {
 		return
 	}
 	defer conn.CloseDeadline(time.Now().Add(closeGrace))
-	for _, q := range cfg.queues {
+	for _, q := range d.queues {
 		if _, err := ch.QueueDelete(q, false, false, false); err != nil {
 			return // the channel is closed; nothing more can be done on it
 		}
 	}
-	if !predeclared(cfg.Exchange) {
+	if d.exchange {
 		_ = ch.ExchangeDelete(cfg.Exchange, false, false)
 	}
 }
