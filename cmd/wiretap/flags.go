@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/output"
 )
 
 // decodeFlags are the flags shared by read, capture --headless, proxy
@@ -25,6 +26,8 @@ type decodeFlags struct {
 	maxBuffered     int
 	maxMessage      int
 	maxDecompressed int
+	// maxRender elides the JSON fields of units longer than it.
+	maxRender int
 
 	// stage, when set, sits between the pipeline and the sink (the
 	// broker's route annotator); see unitstage.go.
@@ -45,6 +48,7 @@ func (f *decodeFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.maxBuffered, "max-buffered", decode.DefaultMaxBuffered, "bytes buffered per direction while waiting for a unit")
 	fs.IntVar(&f.maxMessage, "max-message", decode.DefaultMaxMessage, "largest reassembled message kept, in bytes")
 	fs.IntVar(&f.maxDecompressed, "max-decompressed", decode.DefaultMaxDecompressed, "bytes one compressed PostgreSQL container may inflate to")
+	fs.IntVar(&f.maxRender, "max-render", output.DefaultMaxFieldBytes, "JSON: units longer than this many bytes are printed without their fields (fields_elided says so); -1: no limit")
 }
 
 func (f *decodeFlags) options() *decode.Options {
@@ -73,6 +77,9 @@ func (f *decodeFlags) check() error {
 		if n.v <= 0 {
 			return usageErr("%s %d: must be positive", n.name, n.v)
 		}
+	}
+	if f.maxRender == 0 || f.maxRender < -1 {
+		return usageErr("--max-render %d: must be positive, or -1 for no limit", f.maxRender)
 	}
 	_, err := f.decodeAsMap()
 	return err

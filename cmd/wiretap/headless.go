@@ -42,7 +42,7 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	}
 	switch f.format {
 	case "json":
-		p.json = output.JSONOptions{Raw: f.raw}
+		p.json = output.JSONOptions{Raw: f.raw, MaxFieldBytes: f.maxRender}
 		p.render = func(dst []byte, u *decode.Unit) []byte {
 			return append(output.AppendJSON(dst, u, p.json), '\n')
 		}
