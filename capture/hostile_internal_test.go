@@ -150,3 +150,29 @@ func TestPcapngBogusLength(t *testing.T) {
 		t.Errorf("the conversation before the bad block was not decoded")
 	}
 }
+
+// TestPcapngClaimedLengthNotAllocated: a block claiming 30 MiB at the end
+// of a short file is a file cut short, read without allocating 30 MiB.
+func TestPcapngClaimedLengthNotAllocated(t *testing.T) {
+	b, err := os.ReadFile("../testdata/hostile/pcapng-bogus-length.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = b[:2100]                             // up to the bogus block
+	b = append(b, 6, 0, 0, 0, 0, 0, 0xe0, 1) // an EPB of 30 MiB (little-endian)
+	b = append(b, make([]byte, 100)...)
+	src, err := openSource(bytes.NewReader(b), "claimed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for last == nil {
+		_, _, _, last = src.next()
+	}
+	if last.Error() != "unexpected EOF" {
+		t.Errorf("error %v, want unexpected EOF (cut short)", last)
+	}
+	if c := cap(src.ng.buf); c > 1<<20 {
+		t.Errorf("buffer of %d bytes for a block cut after 100", c)
+	}
+}

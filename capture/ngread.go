@@ -150,13 +150,22 @@ func (r *ngReader) block() (uint32, []byte, error) {
 		return 0, nil, &ngFormatError{off, "block type " + hex32(typ) + " has a bogus length " + strconv.FormatUint(uint64(length), 10) + " (over the " + strconv.Itoa(maxNgBlock) + " bytes a block may have)"}
 	}
 	rest := int(length) - read // body and trailing length
-	if cap(r.buf) < rest {
-		r.buf = make([]byte, 0, rest)
+	// Read in doubling steps, so that a length claiming 32 MiB at the end
+	// of a short file costs what the file holds, not 32 MiB.
+	b := r.buf[:0]
+	for len(b) < rest {
+		n := min(rest-len(b), max(64<<10, len(b)))
+		if cap(b)-len(b) < n {
+			b = append(make([]byte, 0, len(b)+n), b...)
+		}
+		m, err := io.ReadFull(r.r, b[len(b):len(b)+n])
+		b = b[:len(b)+m]
+		if err != nil {
+			r.buf = b[:0]
+			return 0, nil, io.ErrUnexpectedEOF
+		}
 	}
-	b := r.buf[:rest]
-	if _, err := io.ReadFull(r.r, b); err != nil {
-		return 0, nil, io.ErrUnexpectedEOF
-	}
+	r.buf = b[:0]
 	r.off += int64(length)
 	if trail := r.order.Uint32(b[rest-4:]); trail != length {
 		return 0, nil, &ngFormatError{off, "block type " + hex32(typ) + ": length " + strconv.FormatUint(uint64(length), 10) + " at its start but " + strconv.FormatUint(uint64(trail), 10) + " at its end"}
