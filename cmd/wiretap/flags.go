@@ -29,6 +29,9 @@ type decodeFlags struct {
 	// maxRender elides the JSON fields of units longer than it.
 	maxRender int
 
+	// changed says whether a flag was given (the flag set's Changed).
+	changed func(name string) bool
+
 	// stage, when set, sits between the pipeline and the sink (the
 	// broker's route annotator); see unitstage.go.
 	stage func(next func(*decode.Unit)) unitStage
@@ -36,6 +39,7 @@ type decodeFlags struct {
 
 func (f *decodeFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
+	f.changed = fs.Changed
 	fs.StringVar(&f.format, "format", "text", "output format: text, json or pqtrace")
 	fs.BoolVar(&f.raw, "raw", false, "add each unit's exact bytes (lowercase hex) to JSON")
 	fs.StringVar(&f.filter, "filter", "", "display filter, e.g. 'amqp.method == \"basic.publish\"'")
@@ -67,8 +71,8 @@ func (f *decodeFlags) check() error {
 	default:
 		return usageErr("--format %q: want text, json or pqtrace", f.format)
 	}
-	if f.conn < 0 {
-		return usageErr("--conn %d: connections are numbered from 1", f.conn)
+	if f.conn < 0 || f.conn == 0 && f.changed != nil && f.changed("conn") {
+		return usageErr("--conn %d: connections are numbered from 1 (leave --conn out for all of them)", f.conn)
 	}
 	for _, n := range []struct {
 		name string

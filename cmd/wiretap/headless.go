@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -36,7 +39,8 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	if f.filter != "" {
 		flt, err := filter.Compile(f.filter)
 		if err != nil {
-			return nil, usageErr("--filter: %v", err)
+			// The filter's own errors begin "filter: ".
+			return nil, usageErr("--filter: %s", strings.TrimPrefix(err.Error(), "filter: "))
 		}
 		p.flt = flt
 	}
@@ -117,6 +121,9 @@ func (p *printer) finish(pl *pipeline.Pipeline) error {
 	}
 	if err := p.flush(); err != nil {
 		return err
+	}
+	if pl != nil {
+		p.notes(pl)
 	}
 	if p.f.format != "text" || pl == nil {
 		return nil
@@ -248,4 +255,36 @@ func (r *parallelRender) close() error {
 	close(r.order)
 	<-r.done
 	return r.err
+}
+
+// notes says on stderr what the selection left out that a user would
+// otherwise see as silence: a --conn past the last connection, pqtrace
+// with no PostgreSQL connection to trace.
+func (p *printer) notes(pl *pipeline.Pipeline) {
+	conns := pl.Conns()
+	if p.f.conn > len(conns) {
+		fmt.Fprintf(os.Stderr, "wiretap: --conn %d: the input has %s\n", p.f.conn, plural(len(conns), "connection"))
+		return
+	}
+	if p.trace == nil {
+		return
+	}
+	for _, c := range conns {
+		if (p.f.conn == 0 || c.ID == p.f.conn) && c.Proto == decode.ProtoPgSQL {
+			return
+		}
+	}
+	what := "the input has no PostgreSQL connection"
+	if p.f.conn != 0 {
+		what = "connection " + strconv.Itoa(p.f.conn) + " is not PostgreSQL"
+	}
+	fmt.Fprintln(os.Stderr, "wiretap: --format pqtrace: "+what+"; nothing to trace (--format text shows every protocol)")
+}
+
+// plural is "1 connection", "2 connections".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"math/rand"
@@ -314,6 +315,10 @@ func TestExitStatus(t *testing.T) {
 		{"bad decode-as", []string{"read", "--decode-as", "5672=http", cut}, 2, "unknown protocol"},
 		{"no args", []string{"read"}, 2, "arg"},
 		{"cut short", []string{"read", cut}, 0, "warning"},
+		{"conn 0", []string{"read", "--conn", "0", cut}, 2, "--conn 0: connections are numbered from 1"},
+		{"conn past the last", []string{"read", "--conn", "9", cut}, 0, "--conn 9: the input has 1 connection"},
+		{"pqtrace without postgres", []string{"read", "--format", "pqtrace", cut}, 0, "no PostgreSQL connection"},
+		{"replay without a terminal", []string{"replay", cut}, 2, "the terminal UI needs a terminal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code, _ := runWiretap(t, tc.args...)
@@ -323,12 +328,42 @@ func TestExitStatus(t *testing.T) {
 			if !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("stderr %q does not say %q", stderr, tc.stderr)
 			}
-			if tc.code == 1 && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			if (tc.code == 1 || tc.name == "replay without a terminal") && strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 				t.Errorf("want one line on stderr, got %q", stderr)
 			}
-			if tc.code == 0 && len(out) == 0 {
+			if tc.name == "cut short" && len(out) == 0 {
 				t.Error("cut-short capture decoded nothing")
 			}
+			if strings.Contains(stderr, "filter: filter:") || strings.Contains(stderr, "--filter: filter:") {
+				t.Errorf("doubled prefix: %q", stderr)
+			}
 		})
+	}
+}
+
+// TestReadStdin: `read -` reads a capture piped in, gzip-compressed or not.
+func TestReadStdin(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/amqp091-go.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, code, _ := runWiretap(t, "read", "../../testdata/amqp091-go.pcapng")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(data)
+	zw.Close()
+	for name, in := range map[string][]byte{"plain": data, "gzip": gz.Bytes()} {
+		cmd := exec.Command(wiretapBin, "read", "-")
+		cmd.Stdin = bytes.NewReader(in)
+		got, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(got) != want {
+			t.Errorf("%s: read - differs from read FILE", name)
+		}
 	}
 }

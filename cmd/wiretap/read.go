@@ -69,7 +69,13 @@ func runRead(path string, f *decodeFlags) error {
 	}
 	decodeAs, _ := f.decodeAsMap()
 	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
-	stats, err := capture.ReadFile(path, pl, nil)
+	var stats *capture.Stats
+	if path == "-" {
+		// A capture piped in: `tcpdump -w - | wiretap read -`.
+		stats, err = capture.Read(os.Stdin, "stdin", pl, nil)
+	} else {
+		stats, err = capture.ReadFile(path, pl, nil)
+	}
 	if err != nil && (errors.Is(err, capture.ErrNotCapture) || stats == nil) {
 		wait()
 		return inputErr(err)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/capture/pcapng"
 	"github.com/wiretap-dev/wiretap/decode"
@@ -76,6 +78,9 @@ func (b *batcher) close() {
 // set, reports how much of a file has been read.
 func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decodeAs map[uint16]decode.Proto,
 	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64), more ...func(*tui.Options)) error {
+	if err := needTerminal(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The TUI keeps every unit: the heap is nearly all live data, and the
@@ -153,3 +158,20 @@ type fileProgress struct{ done, total atomic.Int64 }
 
 func (p *fileProgress) set(read, total int64) { p.done.Store(read); p.total.Store(total) }
 func (p *fileProgress) get() (int64, int64)   { return p.done.Load(), p.total.Load() }
+
+// needTerminal refuses to start the TUI without a terminal to draw on
+// (stdout) and to read keys from (stdin, or the process's /dev/tty), in
+// one line rather than bubbletea's error.
+func needTerminal() error {
+	if !term.IsTerminal(os.Stdout.Fd()) {
+		return usageErr("the terminal UI needs a terminal, and stdout is not one; use 'wiretap read' (or --headless) for output to a file or a pipe")
+	}
+	if !term.IsTerminal(os.Stdin.Fd()) {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return usageErr("the terminal UI needs a terminal to read keys from, and has none (stdin is not one, /dev/tty cannot be opened); use 'wiretap read' (or --headless)")
+		}
+		tty.Close()
+	}
+	return nil
+}

@@ -25,6 +25,7 @@ func init() {
 		decode.FieldName{Name: "amqp.body", Proto: decode.ProtoAMQP091},
 		decode.FieldName{Name: "amqp.header.body_size", Proto: decode.ProtoAMQP091},
 		decode.FieldName{Name: "amqp.header.weight", Proto: decode.ProtoAMQP091},
+		decode.FieldName{Name: "amqp.doff", Proto: decode.ProtoAMQP10},
 		decode.FieldName{Name: "pgsql.query", Proto: decode.ProtoPgSQL},
 		decode.FieldName{Name: "pgsql.field.count", Proto: decode.ProtoPgSQL},
 		decode.FieldName{Name: "pgsql.val.data", Proto: decode.ProtoPgSQL},
@@ -278,6 +279,7 @@ func TestErrorText(t *testing.T) {
 		"fraem.len":                         "did you mean frame.len?",
 		"amqp.method.arguments.routing":     "did you mean amqp.method.arguments.routing_key?",
 		"completely.unrelated.name.foo.bar": "",
+		"amqp.foo":                          "", // not amqp.doff: two edits in a three-letter word
 	} {
 		_, err := Compile(expr)
 		var e *Error

@@ -16,7 +16,7 @@ func nearest(names []string, name string) string {
 			return n
 		}
 		d := distance(lower, n, bestD)
-		if d < bestD {
+		if d < bestD && d <= editBudget(lower, n) {
 			best, bestD = n, d
 		}
 	}
@@ -68,4 +68,21 @@ func distance(a, b string, limit int) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return min(prev[len(b)], limit)
+}
+
+// editBudget is how many edits a suggestion may take in the dotted word
+// where name and candidate first differ: a third of that word, at least
+// one. So "amqp.chanel" suggests amqp.channel, but "amqp.foo" does not
+// suggest amqp.doff (two edits in a three-letter word is another word).
+func editBudget(name, candidate string) int {
+	i := 0
+	for i < len(name) && i < len(candidate) && name[i] == candidate[i] {
+		i++
+	}
+	start := strings.LastIndexByte(name[:i], '.') + 1
+	end := len(name)
+	if j := strings.IndexByte(name[i:], '.'); j >= 0 {
+		end = i + j
+	}
+	return max(1, (end-start)/3)
 }
