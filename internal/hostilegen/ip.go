@@ -31,8 +31,8 @@ func init() {
 		t := c.tick()
 		for i := 0; i < n; i++ {
 			client := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 4, byte(i >> 16), 1}), 40000)
-			seg := tcp(client, server, 1, 0, flagACK|flagPSH, make([]byte, 64))
-			c.raw(ipv4(nil, client.Addr(), server.Addr(), uint16(i), true, 0, 6, seg[:32]), t)
+			seg := tcp(client, server, 1, 0, flagACK|flagPSH, make([]byte, 1480))
+			c.raw(ipv4(nil, client.Addr(), server.Addr(), uint16(i), true, 0, 6, seg[:1024]), t)
 		}
 		fragmented(c, netip.MustParseAddrPort("10.3.0.2:40002"), 7)
 		amqp091Plain(c, 3)
