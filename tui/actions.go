@@ -183,8 +183,18 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 	case "conn":
 		n, err := strconv.Atoi(c.Arg)
 		ci := m.st.ConnByID(n)
-		if err != nil || n != 0 && ci < 0 {
-			m.setStatus("conn: want 0 (all) or a connection number", true)
+		switch total := len(m.st.Conns()); {
+		case err != nil || n < 0:
+			m.setStatus("conn: want a connection number, or 0 for all", true)
+			return nil
+		case n != 0 && ci < 0 && total == 0:
+			m.setStatus("conn "+c.Arg+": no connection yet", true)
+			return nil
+		case n != 0 && ci < 0 && total == 1:
+			m.setStatus("conn "+c.Arg+": there is one connection, 1 (0 shows all)", true)
+			return nil
+		case n != 0 && ci < 0:
+			m.setStatus("conn "+c.Arg+": connections are 1 to "+strconv.Itoa(total)+" (0 shows all)", true)
 			return nil
 		}
 		m.conns.Choose(ci)

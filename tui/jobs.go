@@ -110,6 +110,12 @@ func (m *Model) ingest(msg unitsMsg) tea.Cmd {
 	for _, b := range msg.batches {
 		m.st.Append(b)
 	}
+	if m.pendingConn > 0 {
+		if ci := m.st.ConnByID(m.pendingConn); ci >= 0 {
+			m.conns.Choose(ci)
+			m.pendingConn = 0
+		}
+	}
 	var cmds []tea.Cmd
 	if msg.closed {
 		m.done = true

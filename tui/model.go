@@ -77,6 +77,8 @@ type Model struct {
 	isErr  bool
 
 	connSel int // -1: all connections
+	// pendingConn is the --conn to choose when it appears (0: none).
+	pendingConn int
 
 	flt     filterState
 	search  searchState
@@ -125,6 +127,15 @@ func New(opt Options) Model {
 	m.units.Follow = opt.Live
 	m.ticking = opt.Units != nil // Init schedules the first tick
 	m.focusPane(PaneUnits)
+	if opt.Filter != "" {
+		// Units are filtered as they arrive (ingest catches the filter up).
+		if match, err := lang.Compile(opt.Filter); err != nil {
+			m.setStatus(err.Error(), true)
+		} else {
+			m.flt.expr, m.flt.match = opt.Filter, match
+		}
+	}
+	m.pendingConn = opt.Conn
 	return m
 }
 

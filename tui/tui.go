@@ -56,6 +56,11 @@ type Options struct {
 	// ShowSecrets is shown in the title: the source was decoded without
 	// redaction.
 	ShowSecrets bool
+	// Filter is a display filter applied from the start (--filter); one
+	// that does not compile is shown on the status line. Conn shows only
+	// that connection (--conn) from when it appears; 0 shows all.
+	Filter string
+	Conn   int
 
 	// KeyMap and Styles override the defaults.
 	KeyMap *keys.KeyMap

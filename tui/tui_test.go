@@ -644,3 +644,37 @@ func TestStatsConnectionNotes(t *testing.T) {
 	d.keys("S")
 	d.contains("Connection notes", "conn 1: "+note[:40])
 }
+
+// TestStartOptions: --filter and --conn given on the command line apply
+// from the start, the connection chosen once its units arrive.
+func TestStartOptions(t *testing.T) {
+	d := newDriver(t, Options{Title: "fake.pcapng", Filter: "frame.len > 0", Conn: 3}, 140, 40)
+	units := fake.Generate(300, 1)
+	d.feed(units[:150], false)
+	d.feed(units[150:], true)
+	if d.m.flt.expr != "frame.len > 0" || d.m.flt.match == nil {
+		t.Fatalf("filter %q not applied", d.m.flt.expr)
+	}
+	if d.m.connSel < 0 || d.m.st.Conns()[d.m.connSel].ID != 3 {
+		t.Fatalf("connection 3 not chosen: %d", d.m.connSel)
+	}
+	if want := len(d.m.st.ConnUnits(d.m.connSel)); len(d.m.flt.rows) != want {
+		t.Fatalf("%d rows, connection 3 has %d units", len(d.m.flt.rows), want)
+	}
+	bad := newDriver(t, Options{Title: "fake.pcapng", Filter: "amqp.methd == 1"}, 140, 40)
+	if bad.m.flt.match != nil || !strings.Contains(bad.m.status, "did you mean amqp.method") {
+		t.Fatalf("a bad start filter: status %q", bad.m.status)
+	}
+}
+
+// TestConnCommandSaysWhatExists: :conn past the last connection names the
+// ones there are.
+func TestConnCommandSaysWhatExists(t *testing.T) {
+	d := withUnits(t, 300, 140, 40)
+	d.keys(":")
+	d.typeText("conn 99")
+	d.keys("enter")
+	if n := len(d.m.st.Conns()); !strings.Contains(d.m.status, "connections are 1 to "+strconv.Itoa(n)) {
+		t.Fatalf("status %q", d.m.status)
+	}
+}

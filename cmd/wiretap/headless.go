@@ -37,10 +37,9 @@ type printer struct {
 func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	p := &printer{f: f, out: out}
 	if f.filter != "" {
-		flt, err := filter.Compile(f.filter)
+		flt, err := compileFilter(f.filter)
 		if err != nil {
-			// The filter's own errors begin "filter: ".
-			return nil, usageErr("--filter: %s", strings.TrimPrefix(err.Error(), "filter: "))
+			return nil, err
 		}
 		p.flt = flt
 	}
@@ -287,4 +286,15 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// compileFilter compiles --filter, its error a usage error worded alike
+// for read and the TUI modes.
+func compileFilter(expr string) (*filter.Filter, error) {
+	flt, err := filter.Compile(expr)
+	if err != nil {
+		// The filter's own errors begin "filter: ".
+		return nil, usageErr("--filter: %s", strings.TrimPrefix(err.Error(), "filter: "))
+	}
+	return flt, nil
 }

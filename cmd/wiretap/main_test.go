@@ -319,6 +319,7 @@ func TestExitStatus(t *testing.T) {
 		{"conn past the last", []string{"read", "--conn", "9", cut}, 0, "--conn 9: the input has 1 connection"},
 		{"pqtrace without postgres", []string{"read", "--format", "pqtrace", cut}, 0, "no PostgreSQL connection"},
 		{"replay without a terminal", []string{"replay", cut}, 2, "the terminal UI needs a terminal"},
+		{"replay with a bad filter", []string{"replay", "--filter", "amqp.methd == 1", cut}, 2, "--filter: unknown field \"amqp.methd\" at column 1; did you mean amqp.method?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code, _ := runWiretap(t, tc.args...)

@@ -78,6 +78,11 @@ func (b *batcher) close() {
 // set, reports how much of a file has been read.
 func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decodeAs map[uint16]decode.Proto,
 	src func(ctx context.Context, h capture.Handler) error, progress func() (int64, int64), more ...func(*tui.Options)) error {
+	if f.filter != "" {
+		if _, err := compileFilter(f.filter); err != nil {
+			return err
+		}
+	}
 	if err := needTerminal(); err != nil {
 		return err
 	}
@@ -110,6 +115,8 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 		Err:          errs,
 		ExportPcapng: exportPcapng,
 		ShowSecrets:  f.showSecrets,
+		Filter:       f.filter,
+		Conn:         f.conn,
 	}
 	for _, set := range more {
 		set(&opt)
