@@ -199,3 +199,24 @@ func TestTUIChecksumMismatch(t *testing.T) {
 		t.Errorf("exit status %d after q, want 0", status)
 	}
 }
+
+// TestTUIStartFilter: replay --filter shows the filtered rows from the
+// start, as the filter typed in the bar would.
+func TestTUIStartFilter(t *testing.T) {
+	file := testdata("amqp091-pika.pcapng")
+	const filter = `amqp.method == "basic.publish"`
+	want := numbers(readUnits(t, "--filter", filter, file), true)
+	if len(want) == 0 {
+		t.Fatal("the filter selects nothing")
+	}
+	s := startTUI(t, nil, "replay", "--filter", filter, file)
+	sc := s.waitFor("the filtered rows", func(sc string) bool { return showsPrefixOf(unitRows(sc), want) })
+	if !strings.Contains(sc, fmt.Sprintf("%d match", len(want))) {
+		t.Errorf("screen does not say %d match:\n%s", len(want), sc)
+	}
+	for _, r := range unitRows(sc) {
+		if !strings.Contains(r.text, "basic.publish") {
+			t.Errorf("row %d does not match the filter: %s", r.no, r.text)
+		}
+	}
+}
