@@ -22,6 +22,8 @@
 #
 # Publishers are not rate limited (PerfTest's default), so latency on a
 # broker that cannot keep up is mostly the time messages wait in the queue.
+# RATE=N limits each producer to N msg/s (bench -r) in every scenario, to
+# compare latencies at a load both brokers sustain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-${TIME:-10s}}
@@ -31,6 +33,7 @@ PORT=${PORT:-5673}
 CLIENTS=${CLIENTS:-wiretap amqp091-go}
 ONLY=${ONLY:-}
 PAUSE=${PAUSE:-2}
+RATE=${RATE:-}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 work=$(mktemp -d)
@@ -85,6 +88,7 @@ printf '%-46s %-10s %11s %11s %7s %13s %13s\n' scenario generator "RabbitMQ/s" "
 for sc in "${scenarios[@]}"; do
 	name=${sc%%|*}
 	flags=${sc#*|}
+	if [ -n "$RATE" ]; then flags="$flags -r $RATE"; fi
 	case $name in *"$ONLY"*) ;; *) continue ;; esac
 	for client in $CLIENTS; do
 		for _ in $(seq 1 "$ROUNDS"); do
