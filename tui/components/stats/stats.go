@@ -133,11 +133,8 @@ func (m *Model) render() {
 
 	add(sy.HelpSection.Render("Units per type"))
 	add(sy.Header.Render(pad("  proto", 12) + pad("type", 26) + lpad("units", 10) + lpad("bytes", 12)))
-	for i, t := range st.Types {
-		if i == 20 {
-			add("  … " + strconv.Itoa(len(st.Types)-i) + " more types")
-			break
-		}
+	// Every type: the view scrolls (j/k, pgup/pgdn).
+	for _, t := range st.Types {
 		add(pad("  "+t.Proto, 12) + pad(text.OneLine(t.Type), 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(connlist.Bytes(t.Bytes), 12))
 	}
 	add("")

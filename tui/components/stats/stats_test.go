@@ -1,10 +1,12 @@
 package stats
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wiretap-dev/wiretap/broker/state"
@@ -63,5 +65,28 @@ func TestBrokerLatencySection(t *testing.T) {
 	}
 	if strings.Contains(v, "deliver→ack") {
 		t.Errorf("an empty deliver→ack histogram is shown:\n%s", v)
+	}
+}
+
+// TestEveryTypeReachable: past the first screenful of types the view
+// scrolls to the last one.
+func TestEveryTypeReachable(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(100, 20)
+	var st store.Stats
+	for i := range 60 {
+		st.Types = append(st.Types, store.TypeCount{Proto: "pgsql", Type: "Type" + strconv.Itoa(i), Units: 1})
+	}
+	m.SetStats(st, nil)
+	found := false
+	for range 100 {
+		if strings.Contains(ansi.Strip(m.View()), "Type59") {
+			found = true
+			break
+		}
+		m, _ = m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"})
+	}
+	if !found {
+		t.Fatal("the 60th type is never shown")
 	}
 }
