@@ -106,7 +106,7 @@ func runCompressSim(path string, f *decodeFlags, writeTo string, mss int, wcfg c
 		return inputErr(err)
 	}
 	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintf(out, "PostgreSQL backend bytes on the wire, %s (%d connections)\n", path, len(ids))
+	fmt.Fprintf(out, "PostgreSQL backend bytes on the wire, %s (%s)\n", path, plural(len(ids), "connection"))
 	if err := compsim.WriteTable(out, ids, res); err != nil {
 		return err
 	}

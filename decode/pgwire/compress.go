@@ -170,7 +170,10 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 		u.Warn(c.mismatch)
 		c.mismatch = ""
 	}
-	u.Summary += ", " + strconv.Itoa(c.produced) + " bytes inflated, " + strconv.Itoa(len(c.kids)) + " messages"
+	u.Summary += ", " + strconv.Itoa(c.produced) + " bytes inflated, " + strconv.Itoa(len(c.kids)) + " message"
+	if len(c.kids) != 1 {
+		u.Summary += "s"
+	}
 	d.put(ds, u)
 	for _, k := range c.kids {
 		d.dir[decode.DirB].units++

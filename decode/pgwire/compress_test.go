@@ -441,3 +441,46 @@ func TestCompressedCLIFrames(t *testing.T) {
 		checkRecovered(t, tool[0]+" CLI", units, msgs, true)
 	}
 }
+
+// TestCompressedSummaryCounts: a CompressedMessages' summary counts the
+// messages it carried, in the right number.
+func TestCompressedSummaryCounts(t *testing.T) {
+	var cfg compsim.Config
+	for _, c := range compsim.StandardConfigs() {
+		if c.Algorithm != pgwire.CompressionNone {
+			cfg = c
+			break
+		}
+	}
+	seen := map[bool]bool{}
+	for _, n := range []int{1, 40} {
+		stream, err := compsim.EncodeStream(backendSession(7, n), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		units, _ := decodeBackend(stream, 1<<16, 1<<16, decode.DefaultOptions())
+		kids := map[*decode.Unit]int{}
+		for _, u := range units {
+			if u.Parent != nil {
+				kids[u.Parent]++
+			}
+		}
+		for _, u := range units {
+			if u.Type != "CompressedMessages" {
+				continue
+			}
+			k := kids[u]
+			want := ", " + strconv.Itoa(k) + " messages"
+			if k == 1 {
+				want = ", 1 message"
+			}
+			if !strings.HasSuffix(u.Summary, want) {
+				t.Errorf("%d messages inside: summary %q", k, u.Summary)
+			}
+			seen[k == 1] = true
+		}
+	}
+	if !seen[true] || !seen[false] {
+		t.Fatalf("the test needs containers of one message and of several: %v", seen)
+	}
+}
