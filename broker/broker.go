@@ -69,6 +69,11 @@ type Config struct {
 	// TLS, when set, is used for connections accepted by ServeTLS; with
 	// client certificates requested, EXTERNAL is offered.
 	TLS *tls.Config
+	// AMQP10AnonymousUser, when set, lets AMQP 1.0 clients log in with
+	// SASL ANONYMOUS (or without SASL) as this user, as RabbitMQ 4's
+	// anonymous_login_user does; empty (the default), ANONYMOUS is not
+	// offered and AMQP 1.0 clients must log in with PLAIN.
+	AMQP10AnonymousUser string
 	// Log, when set, receives one line per notable event (a connection
 	// refused, closed on an error).
 	Log func(msg string)
@@ -92,6 +97,9 @@ type Broker struct {
 	// not answer (auth.SilentCloseDelay; tests shorten it).
 	silentDelay time.Duration
 	startTLS    *amqp091.ConnectionStart
+	// credit10 is the link credit AMQP 1.0 publishers are granted (0:
+	// linkCredit; tests lower it).
+	credit10 uint32
 	started     time.Time
 
 	mu        sync.Mutex

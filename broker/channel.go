@@ -119,11 +119,18 @@ type consumer struct {
 	prefetch  uint16
 	unacked   int // under ch.mu
 	args      amqp091.Table
+	// link is set for an AMQP 1.0 receiver link (the client consumes):
+	// ch is then its session's channel, and the link sends the
+	// transfers and keeps the link credit.
+	link *link10
 }
 
 // hasCredit reports whether c may be given a message now: its own and its
 // channel's prefetch, and its connection's outgoing buffer (q.mu held).
 func (c *consumer) hasCredit() bool {
+	if c.link != nil {
+		return c.link.hasCredit()
+	}
 	ch := c.ch
 	ch.mu.Lock()
 	ok := !ch.closing && (c.noAck || ((c.prefetch == 0 || c.unacked < int(c.prefetch)) &&
@@ -189,6 +196,9 @@ func appendDeliver(dst []byte, channel uint16, ctag []byte, tag uint64, redelive
 // appendContent writes a message's content header (the publisher's bytes)
 // and body frames.
 func appendContent(dst []byte, channel uint16, m *queue.Message, frameMax uint32) []byte {
+	if m.Format != queue.FormatAMQP091 {
+		return appendContent10(dst, channel, m, frameMax)
+	}
 	dst = amqp091.AppendFrame(dst, amqp091.FrameHeader, channel, m.Header)
 	return amqp091.AppendBodyFrames(dst, channel, m.Body, int(frameMax))
 }
@@ -350,6 +360,10 @@ func (ch *channel) serverCancel(c *consumer) {
 	}
 	delete(ch.consumers, c.tag)
 	ch.mu.Unlock()
+	if c.link != nil {
+		c.link.queueDeleted()
+		return
+	}
 	if ch.c.cancelNotify {
 		ch.c.send(func(out []byte) []byte {
 			return amqp091.AppendMethodFrame(out, ch.id, &amqp091.BasicCancel{ConsumerTag: c.tagBytes, NoWait: true})

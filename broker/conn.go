@@ -199,6 +199,9 @@ func (c *conn) run() error {
 	if err != nil {
 		return err
 	}
+	if string(hdr[:]) == header10AMQP || string(hdr[:]) == header10SASL {
+		return c.run10(hdr)
+	}
 	if string(hdr[:]) != amqp091.ProtocolHeader {
 		// RabbitMQ answers any other header with the one it speaks.
 		c.send(func(out []byte) []byte { return append(out, amqp091.ProtocolHeader...) })

@@ -98,6 +98,11 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 	now := time.Now()
 	for _, d := range dead {
 		m := d.e.Msg
+		if m.Format != queue.FormatAMQP091 {
+			// x-death is written into a 0-9-1 content header; an AMQP
+			// 1.0 message is not yet dead-lettered (it is dropped).
+			continue
+		}
 		hdr, err := queue.DeadLetterHeader(nil, m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
 		if err != nil {
 			continue
@@ -218,7 +223,11 @@ func (q *queueState) dispatch() {
 		} else {
 			q.unacked++
 		}
-		cons.ch.deliver(cons, q, e)
+		if cons.link != nil {
+			cons.link.deliver(cons, q, e)
+		} else {
+			cons.ch.deliver(cons, q, e)
+		}
 	}
 }
 

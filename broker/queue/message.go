@@ -14,9 +14,19 @@ import (
 type Message struct {
 	Exchange   string
 	RoutingKey string
+	// Format says what Header and Body hold: FormatAMQP091 (0, the zero
+	// value) or FormatAMQP10.
+	Format uint8
 	// Header is the content header frame payload exactly as published
 	// (class-id, weight, body-size, property flags and list): delivery
 	// copies it to the wire unchanged. Body is the whole body.
+	//
+	// For FormatAMQP10, Header is the message's header and
+	// message-annotations sections exactly as received (delivery-
+	// annotations, which are for one hop, are dropped), and Body is the
+	// rest exactly as received: the bare message (properties,
+	// application-properties, body) and the footer. Delivery writes both
+	// back unchanged: the bare message is never decoded and re-encoded.
 	Header []byte
 	Body   []byte
 	// Expiration is the per-message TTL in milliseconds from the
@@ -38,6 +48,12 @@ type Message struct {
 	PublishedAt int64
 	Via         *latency.Pair
 }
+
+// Message formats (Message.Format).
+const (
+	FormatAMQP091 uint8 = 0
+	FormatAMQP10  uint8 = 1
+)
 
 // NewMessage returns the message published to exchange with routingKey,
 // its properties parsed and checked by ParseProperties. header and body

@@ -1,0 +1,242 @@
+package broker
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/broker/auth"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+	"github.com/wiretap-dev/wiretap/decode/amqp10"
+)
+
+// expectCondition reads until a close, end or detach and checks its
+// error condition.
+func expectCondition(t *testing.T, r *raw10, desc uint64, cond string) {
+	t.Helper()
+	for {
+		d := r.next()
+		if d == amqp10.DescriptorDisposition || d == amqp10.DescriptorTransfer || d == amqp10.DescriptorAttach {
+			continue
+		}
+		if d != desc {
+			t.Fatalf("got performative 0x%x, want 0x%x%s", d, desc, r.errorText())
+		}
+		if got, _ := r.condition(); got != cond {
+			t.Fatalf("condition %q, want %q%s", got, cond, r.errorText())
+		}
+		return
+	}
+}
+
+// stillServed checks that a fresh connection still publishes and
+// consumes after a bad client.
+func stillServed(t *testing.T, url string) {
+	t.Helper()
+	declare10(t, url, "served")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/served", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(0, 0, true, messages10()["data"], 1000)
+	r.attach(1, true, "/queues/served", true)
+	r.flow(1, 0, 1, false)
+	r.receive()
+}
+
+func TestAMQP10TransferBeyondCredit(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	b.credit10 = 1 // no top-up: less than half of 1 is never left
+	declare10(t, url, "cr")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/cr", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(0, 0, true, messages10()["data"], 1000)
+	r.transfer(0, 1, true, messages10()["data"], 1000)
+	expectCondition(t, r, amqp10.DescriptorDetach, condTransferLimit)
+	stillServed(t, url)
+}
+
+func TestAMQP10OversizedFrame(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	r := dialRaw10(t, url, 4096)
+	var h [8]byte
+	binary.BigEndian.PutUint32(h[:], DefaultFrameMax+1)
+	h[4] = 2
+	r.write(h[:])
+	expectCondition(t, r, amqp10.DescriptorClose, condFramingError)
+	stillServed(t, url)
+}
+
+func TestAMQP10GarbageAfterHeader(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	// After the SASL header: not a sasl-init; the broker hangs up.
+	r := dialRaw10Header(t, url)
+	r.write([]byte(header10SASL + "\x00\x00\x00\x10\x02\x01\x00\x00garbage!"))
+	r.header()
+	r.expect(amqp10.DescriptorSASLMechanisms)
+	if _, _, err := r.frame(); err != io.EOF {
+		t.Fatalf("after garbage: %v, want the connection closed", err)
+	}
+	// After the AMQP header: a frame that is no performative.
+	r = dialRaw10(t, url, 4096)
+	r.write([]byte("\x00\x00\x00\x10\x02\x00\x00\x00garbage!"))
+	expectCondition(t, r, amqp10.DescriptorClose, condDecodeError)
+	stillServed(t, url)
+}
+
+func TestAMQP10AttachTwice(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "tw")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, true, "/queues/tw", false)
+	r.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorAttach, amqp10.AppendString(nil, "again"),
+		amqp10.AppendUint(nil, 0), amqp10.AppendBool(nil, true), amqp10.AppendUbyte(nil, 0), amqp10.AppendUbyte(nil, 0),
+		amqp10.AppendComposite(nil, amqp10.DescriptorSource, amqp10.AppendString(nil, "/queues/tw"))))
+	expectCondition(t, r, amqp10.DescriptorEnd, condHandleInUse)
+	stillServed(t, url)
+}
+
+func TestAMQP10AddressErrors(t *testing.T) {
+	users := auth.NewDefaultStore()
+	users.PutUser("ro", "ro", nil)
+	if err := users.SetPermissions("ro", "/", "", "", ".*"); err != nil {
+		t.Fatal(err)
+	}
+	_, url := startBroker(t, Config{Users: users})
+	declare10(t, url, "exists")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/missing", false)
+	expectCondition(t, r, amqp10.DescriptorDetach, condNotFound)
+	r.attach(1, false, "/exchanges/missing/key", false)
+	expectCondition(t, r, amqp10.DescriptorDetach, condNotFound)
+	r.attach(2, true, "/queues/missing", false)
+	expectCondition(t, r, amqp10.DescriptorDetach, condNotFound)
+	r.attach(3, false, "/queue/exists", false)
+	expectCondition(t, r, amqp10.DescriptorDetach, condInvalidField)
+
+	// An exchange target: routed with its key; unroutable is released.
+	r.attach(4, false, "/exchanges/amq.direct/nowhere", false)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(4, 0, false, messages10()["data"], 1000)
+	if d := r.next(); d != amqp10.DescriptorDisposition {
+		t.Fatalf("got 0x%x", d)
+	}
+	f, _ := r.comp.Field(4)
+	var st amqp10.Composite
+	if f == nil || st.Set(r.last(), *f) != nil || st.Descriptor != amqp10.DescriptorReleased {
+		t.Fatal("an unroutable message is not released")
+	}
+
+	// A user without write permission may not publish, but may consume.
+	ro := dialRaw10Header(t, url)
+	ro.write([]byte(header10SASL))
+	ro.header()
+	ro.expect(amqp10.DescriptorSASLMechanisms)
+	ro.writeFrame(amqp10.FrameTypeSASL, 0, amqp10.AppendComposite(nil, amqp10.DescriptorSASLInit,
+		amqp10.AppendSymbol(nil, "PLAIN"), amqp10.AppendBinary(nil, []byte("\x00ro\x00ro"))))
+	ro.expect(amqp10.DescriptorSASLOutcome)
+	ro.write([]byte(header10AMQP))
+	ro.header()
+	ro.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorOpen, amqp10.AppendString(nil, "ro")))
+	ro.expect(amqp10.DescriptorOpen)
+	ro.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorBegin, amqp10.AppendNull(nil),
+		amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 100), amqp10.AppendUint(nil, 100)))
+	ro.expect(amqp10.DescriptorBegin)
+	ro.attach(0, false, "/queues/exists", false)
+	expectCondition(t, ro, amqp10.DescriptorDetach, condUnauthorized)
+	ro.attach(1, true, "/queues/exists", false)
+	ro.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, _, err := ro.frame(); err == nil && ro.comp.Descriptor == amqp10.DescriptorDetach {
+		t.Fatalf("consuming refused%s", ro.errorText())
+	}
+}
+
+func TestAMQP10SASL(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	b.silentDelay = 0
+	r := dialRaw10Header(t, url)
+	r.write([]byte(header10SASL))
+	r.header()
+	m := r.expect(amqp10.DescriptorSASLMechanisms)
+	f, _ := m.Field(0)
+	if f == nil || string(r.last()[f.Start:f.End]) != string(amqp10.AppendSymbolArray(nil, "PLAIN")) {
+		t.Fatal("mechanisms are not PLAIN alone (ANONYMOUS is off by default)")
+	}
+	r.writeFrame(amqp10.FrameTypeSASL, 0, amqp10.AppendComposite(nil, amqp10.DescriptorSASLInit,
+		amqp10.AppendSymbol(nil, "PLAIN"), amqp10.AppendBinary(nil, []byte("\x00guest\x00wrong"))))
+	out := r.expect(amqp10.DescriptorSASLOutcome)
+	if code, _ := out.Uint(r.last(), 0); code != 1 {
+		t.Fatalf("wrong password: sasl-outcome code %d, want 1 (auth)", code)
+	}
+	// Without SASL and without ANONYMOUS: told to use SASL.
+	r = dialRaw10Header(t, url)
+	r.write([]byte(header10AMQP))
+	if h := r.header(); h != header10SASL {
+		t.Fatalf("header %q, want the SASL header", h)
+	}
+
+	// With ANONYMOUS enabled, a client may skip SASL.
+	_, url2 := startBroker(t, Config{AMQP10AnonymousUser: "guest"})
+	r = dialRaw10Header(t, url2)
+	r.write([]byte(header10AMQP))
+	if h := r.header(); h != header10AMQP {
+		t.Fatalf("header %q", h)
+	}
+	r.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorOpen, amqp10.AppendString(nil, "anon"), amqp10.AppendString(nil, "vhost:nope")))
+	r.expect(amqp10.DescriptorOpen)
+	expectCondition(t, r, amqp10.DescriptorClose, condNotFound)
+}
+
+// FuzzAMQP10Connection feeds bytes after the AMQP 1.0 header to a
+// connection (ANONYMOUS enabled, so no SASL): whatever arrives, the broker
+// answers or closes, and neither panics nor hangs.
+func FuzzAMQP10Connection(f *testing.F) {
+	open := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorOpen, amqp10.AppendString(nil, "fz")))
+	begin := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorBegin, amqp10.AppendNull(nil),
+		amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 100), amqp10.AppendUint(nil, 100)))
+	attach := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorAttach, amqp10.AppendString(nil, "l"),
+		amqp10.AppendUint(nil, 0), amqp10.AppendBool(nil, false), amqp10.AppendUbyte(nil, 0), amqp10.AppendUbyte(nil, 0),
+		amqp10.AppendNull(nil), amqp10.AppendComposite(nil, amqp10.DescriptorTarget, amqp10.AppendString(nil, "/queues/fz"))))
+	recv := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorAttach, amqp10.AppendString(nil, "r"),
+		amqp10.AppendUint(nil, 1), amqp10.AppendBool(nil, true), amqp10.AppendUbyte(nil, 0), amqp10.AppendUbyte(nil, 0),
+		amqp10.AppendComposite(nil, amqp10.DescriptorSource, amqp10.AppendString(nil, "/queues/fz"))))
+	flow := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorFlow, amqp10.AppendUint(nil, 1),
+		amqp10.AppendUint(nil, 100), amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 100), amqp10.AppendUint(nil, 1),
+		amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 10), amqp10.AppendNull(nil), amqp10.AppendBool(nil, true)))
+	transfer := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorTransfer, amqp10.AppendUint(nil, 0),
+		amqp10.AppendUint(nil, 0), amqp10.AppendBinary(nil, []byte{1}), amqp10.AppendUint(nil, 0), amqp10.AppendBool(nil, false),
+		amqp10.AppendBool(nil, false)), messages10()["data-sections"])
+	disp := amqp10.AppendFrame(nil, 0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorDisposition, amqp10.AppendBool(nil, true),
+		amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 100), amqp10.AppendBool(nil, true), amqp10.AppendComposite(nil, amqp10.DescriptorReleased)))
+	var all []byte
+	for _, p := range [][]byte{open, begin, attach, transfer, recv, flow, disp} {
+		all = append(all, p...)
+		f.Add(append([]byte(nil), all...))
+	}
+	b, err := New(Config{AMQP10AnonymousUser: "guest"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b.silentDelay = 0
+	v := b.vhost("/")
+	v.declareQueue(&conn{admin: true, vh: v, b: b}, &amqp091.QueueDeclare{Queue: []byte("fz")})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		client, server := net.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			newConn(b, server).serve()
+		}()
+		go io.Copy(io.Discard, client)
+		client.SetDeadline(time.Now().Add(5 * time.Second))
+		client.Write(append([]byte(header10AMQP), data...))
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection did not end")
+		}
+	})
+}

@@ -1,0 +1,328 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	goamqp "github.com/Azure/go-amqp"
+
+	"github.com/wiretap-dev/wiretap/decode/amqp10"
+)
+
+// declare10 declares queue over 0-9-1 (AMQP 1.0 links do not declare).
+func declare10(t *testing.T, url string, queues ...string) {
+	t.Helper()
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	for _, q := range queues {
+		if _, err := ch.QueueDeclare(q, false, false, false, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// messages10 are the messages the round-trip tests send, each a whole
+// encoded message as a client would put it in its transfers.
+func messages10() map[string][]byte {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1500) // 24000 bytes: past a 4096 max-frame-size
+	props := amqp10.AppendComposite(nil, amqp10.DescriptorProperties, amqp10.AppendString(nil, "id-1"),
+		amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendString(nil, "subj"))
+	app := amqp10.AppendDescribed(nil, amqp10.DescriptorApplicationProperties,
+		amqp10.AppendMap(nil, amqp10.AppendString(nil, "k"), amqp10.AppendBoolean(nil, true)))
+	data := func(b []byte) []byte { return amqp10.AppendDescribed(nil, amqp10.DescriptorData, amqp10.AppendBinary(nil, b)) }
+	// A header with the two-byte boolean and a trailing null, as a client
+	// may write it: the broker keeps it as it came.
+	header := amqp10.AppendComposite(nil, amqp10.DescriptorHeader, amqp10.AppendBoolean(nil, false), amqp10.AppendNull(nil))
+	ma := amqp10.AppendDescribed(nil, amqp10.DescriptorMessageAnnotations,
+		amqp10.AppendMap(nil, amqp10.AppendSymbol(nil, "x-opt-test"), amqp10.AppendString(nil, "v")))
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	multi := join(props, app, data([]byte("one")), data([]byte("two")), data(nil), data([]byte("three")))
+	withFooter := amqp10.AppendChecksumFooter(append([]byte(nil), multi...), amqp10.CRC32, multi)
+	return map[string][]byte{
+		"data":          data([]byte("hello")),
+		"big-data":      join(props, data(big)),
+		"data-sections": join(header, ma, withFooter),
+		"amqp-value":    join(props, amqp10.AppendDescribed(nil, amqp10.DescriptorAMQPValue, amqp10.AppendString(nil, "a value"))),
+		"amqp-sequence": join(amqp10.AppendDescribed(nil, amqp10.DescriptorAMQPSequence, amqp10.AppendList(nil, amqp10.AppendInt(nil, 1), amqp10.AppendString(nil, "x"))),
+			amqp10.AppendDescribed(nil, amqp10.DescriptorAMQPSequence, amqp10.AppendList(nil, amqp10.AppendLong(nil, 1<<40)))),
+		"big-sequence": amqp10.AppendDescribed(nil, amqp10.DescriptorAMQPSequence, amqp10.AppendList32(nil, amqp10.AppendBinary(nil, big))),
+	}
+}
+
+// TestAMQP10RoundTripByteForByte sends each message through a queue in
+// both settlement modes and checks that the receiver gets exactly the
+// bytes sent (delivery-annotations, which are for one hop, aside): header,
+// annotations, bare message and footer, over frames of a 4096
+// max-frame-size in both directions.
+func TestAMQP10RoundTripByteForByte(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "rt")
+	for _, settled := range []bool{false, true} {
+		for name, msg := range messages10() {
+			r := dialRaw10(t, url, 4096)
+			r.attach(0, false, "/queues/rt", settled)
+			r.expect(amqp10.DescriptorFlow)
+			if c, _ := r.comp.Uint(r.last(), 6); c == 0 {
+				t.Fatal("no link credit granted to the sender")
+			}
+			// delivery-annotations go in front and must not come out.
+			da := amqp10.AppendDescribed(nil, amqp10.DescriptorDeliveryAnnotations,
+				amqp10.AppendMap(nil, amqp10.AppendSymbol(nil, "x-opt-hop"), amqp10.AppendUint(nil, 7)))
+			at := 0
+			var pm amqp10.Message
+			if err := amqp10.ParseMessage(msg, &pm); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if pm.Sections[0].Descriptor == amqp10.DescriptorHeader {
+				at = pm.Sections[0].Value.End
+			}
+			sent := append(append(append([]byte(nil), msg[:at]...), da...), msg[at:]...)
+			r.transfer(0, 0, settled, sent, 1000)
+			if !settled {
+				if d := r.next(); d != amqp10.DescriptorDisposition {
+					t.Fatalf("%s: got 0x%x, want a disposition", name, d)
+				}
+				f, _ := r.comp.Field(4)
+				var st amqp10.Composite
+				if f == nil || st.Set(r.last(), *f) != nil || st.Descriptor != amqp10.DescriptorAccepted {
+					t.Fatalf("%s: outcome is not accepted", name)
+				}
+			}
+			r.attach(1, true, "/queues/rt", settled)
+			r.flow(1, 0, 10, false)
+			got, id, gotSettled, frames := r.receive()
+			if gotSettled != settled {
+				t.Errorf("%s: settled %v, want %v", name, gotSettled, settled)
+			}
+			if !bytes.Equal(got, msg) {
+				t.Errorf("%s (settled %v): received %d bytes differ from the %d sent\n got %x\nwant %x", name, settled, len(got), len(msg), head(got), head(msg))
+			}
+			if len(msg) > 4096 && frames < 2 {
+				t.Errorf("%s: %d bytes in %d frame", name, len(msg), frames)
+			}
+			if !settled {
+				r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorAccepted))
+			}
+			r.nc.Close()
+		}
+	}
+	waitEmpty(t, url, "rt")
+}
+
+func head(b []byte) []byte { return b[:min(len(b), 64)] }
+
+// waitEmpty waits until queue has no messages, ready or unacked.
+func waitEmpty(t *testing.T, url, queue string) {
+	t.Helper()
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Messages == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s still holds %d messages", queue, q.Messages)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func dialGoAMQP(t *testing.T, url string, maxFrame uint32) *goamqp.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := goamqp.Dial(ctx, "amqp://"+brokerAddr(url), &goamqp.ConnOptions{
+		SASLType: goamqp.SASLTypePlain("guest", "guest"), MaxFrameSize: maxFrame, HostName: "vhost:/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestAMQP10GoAMQPSendersBytes sends go-amqp messages (each body kind,
+// past max-frame-size) in both settlement modes and checks the bare
+// message a raw receiver gets against go-amqp's own encoding of it.
+func TestAMQP10GoAMQPSendersBytes(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "ga")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialGoAMQP(t, url, 4096)
+	sess, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{0xa5}, 50000)
+	msgs := []*goamqp.Message{
+		goamqp.NewMessage([]byte("small")),
+		goamqp.NewMessage(big),
+		{Data: [][]byte{[]byte("a"), []byte("bb"), big}},
+		{Value: "an amqp-value"},
+		{Sequence: [][]any{{int64(1), "two"}, {true}}},
+		{Properties: &goamqp.MessageProperties{Subject: ptr("s")}, ApplicationProperties: map[string]any{"n": int64(3)}, Data: [][]byte{[]byte("x")}},
+	}
+	r := dialRaw10(t, url, 8192)
+	r.attach(0, true, "/queues/ga", false)
+	for _, mode := range []goamqp.SenderSettleMode{goamqp.SenderSettleModeUnsettled, goamqp.SenderSettleModeSettled} {
+		snd, err := sess.NewSender(ctx, "/queues/ga", &goamqp.SenderOptions{SettlementMode: mode.Ptr()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range msgs {
+			if err := snd.Send(ctx, m, nil); err != nil {
+				t.Fatalf("mode %v message %d: %v", mode, i, err)
+			}
+			want, err := m.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.flow(0, r.count, 1, false)
+			got, id, _, _ := r.receive()
+			r.count++
+			var gm, wm amqp10.Message
+			if err := amqp10.ParseMessage(got, &gm); err != nil {
+				t.Fatal(err)
+			}
+			if err := amqp10.ParseMessage(want, &wm); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gm.Bare(got), wm.Bare(want)) {
+				t.Errorf("mode %v message %d: the bare message differs from go-amqp's encoding", mode, i)
+			}
+			r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorAccepted))
+		}
+		snd.Close(ctx)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestAMQP10GoAMQPReceiverOutcomes consumes with go-amqp: credit, the
+// outcomes mapped onto ack / requeue / drop, settled delivery, drain.
+func TestAMQP10GoAMQPReceiverOutcomes(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dialGoAMQP(t, url, 0)
+	sess, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := sess.NewSender(ctx, "/queues/out", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(body string) {
+		t.Helper()
+		if err := snd.Send(ctx, goamqp.NewMessage([]byte(body)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("m1")
+	rcv, err := sess.NewReceiver(ctx, "/queues/out", &goamqp.ReceiverOptions{Credit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := func() *goamqp.Message {
+		t.Helper()
+		m, err := rcv.Receive(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := recv()
+	if string(m.GetData()) != "m1" {
+		t.Fatalf("got %q", m.GetData())
+	}
+	// released: back in the queue, delivered again.
+	if err := rcv.ReleaseMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m = recv()
+	if string(m.GetData()) != "m1" {
+		t.Fatalf("after release got %q", m.GetData())
+	}
+	// modified with delivery-failed: requeued too.
+	if err := rcv.ModifyMessage(ctx, m, &goamqp.ModifyMessageOptions{DeliveryFailed: true}); err != nil {
+		t.Fatal(err)
+	}
+	m = recv()
+	// rejected: dropped (the queue has no dead-letter exchange).
+	if err := rcv.RejectMessage(ctx, m, nil); err != nil {
+		t.Fatal(err)
+	}
+	send("m2")
+	m = recv()
+	if string(m.GetData()) != "m2" {
+		t.Fatalf("after reject got %q, want m2", m.GetData())
+	}
+	if err := rcv.AcceptMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitEmpty(t, url, "out")
+
+	rcv.Close(ctx)
+
+	// Drain with nothing in the queue: the broker answers at once with
+	// the credit used up.
+	drcv, err := sess.NewReceiver(ctx, "/queues/out", &goamqp.ReceiverOptions{Credit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drcv.IssueCredit(5); err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := drcv.DrainCredit(dctx, nil); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	dcancel()
+	drcv.Close(ctx)
+
+	// A settled receiver: at-most-once, nothing left unacked.
+	send("m3")
+	srcv, err := sess.NewReceiver(ctx, "/queues/out", &goamqp.ReceiverOptions{Credit: 5,
+		RequestedSenderSettleMode: goamqp.SenderSettleModeSettled.Ptr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = srcv.Receive(ctx, nil)
+	if err != nil || string(m.GetData()) != "m3" {
+		t.Fatalf("settled receive: %v %q", err, m.GetData())
+	}
+	waitEmpty(t, url, "out")
+}
+
+// TestAMQP10NoCreditNoMessage: a receiver that grants no credit is sent
+// nothing; granting one gets one.
+func TestAMQP10NoCreditNoMessage(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "nc")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/nc", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(0, 0, true, messages10()["data"], 1000)
+	r.transfer(0, 1, true, messages10()["data"], 1000)
+	r.attach(1, true, "/queues/nc", true)
+	r.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, _, err := r.frame(); err == nil {
+		t.Fatalf("without credit the broker sent performative 0x%x", r.comp.Descriptor)
+	}
+	r.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r.flow(1, 0, 1, false)
+	r.receive()
+	r.nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, _, err := r.frame(); err == nil {
+		t.Fatalf("past its credit of 1 the broker sent performative 0x%x", r.comp.Descriptor)
+	}
+}

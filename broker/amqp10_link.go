@@ -1,0 +1,851 @@
+package broker
+
+import (
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/wiretap-dev/wiretap/broker/latency"
+	"github.com/wiretap-dev/wiretap/broker/queue"
+	"github.com/wiretap-dev/wiretap/broker/route"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
+	"github.com/wiretap-dev/wiretap/decode/amqp10"
+)
+
+// session10 is one AMQP 1.0 session (§2.5). Its channel is a 0-9-1 channel
+// value without a 0-9-1 client: it holds the session's consumers (one per
+// receiver link) and its unsettled deliveries (delivery-id = tag), so the
+// queues, the state view and the connection's cleanup treat both protocols
+// alike. The broker uses the client's channel number for its own.
+type session10 struct {
+	cn      *conn10
+	ch      *channel
+	channel uint16
+	links   map[uint32]*link10 // by the client's handle
+	ending  bool               // the broker sent end with an error
+
+	// nextIncomingID counts the transfers received (reader goroutine).
+	nextIncomingID uint32
+	// Under ch.mu: the transfers sent and what the client's
+	// incoming-window still allows (§2.5.6).
+	nextOutgoingID       uint32
+	remoteIncomingWindow uint32
+}
+
+// link10 is one link. A client's sender (the broker receives) publishes to
+// exchange with key; a client's receiver (the broker sends) consumes q.
+type link10 struct {
+	s      *session10
+	name   string
+	handle uint32
+	// detached: the broker detached the link with an error and drops its
+	// frames until the client's detach.
+	detached bool
+
+	// Publishing (reader goroutine only).
+	publishing bool
+	exchange   string
+	key        string
+	useSubject bool // /exchanges/NAME: properties.subject is the key
+	credit     uint32
+	count      uint32 // delivery-count (§2.6.7)
+	inDelivery bool
+	deliveryID uint32
+	settled    bool
+	buf        []byte
+	msg        amqp10.Message
+	header     amqp10.Composite
+
+	// Consuming: cons is the queue's consumer; credit and count under
+	// s.ch.mu.
+	cons  *consumer
+	q     *queueState
+	drain bool
+	// gone: the queue was deleted and the broker detached the link (set
+	// by the deleting goroutine).
+	gone atomic.Bool
+}
+
+// begin handles begin (§2.7.2).
+func (cn *conn10) begin(num uint16, b []byte, comp *amqp10.Composite) error {
+	if _, ok := cn.sessions[num]; ok {
+		return err10(condFramingError, "begin on channel "+strconv.Itoa(int(num))+", which has a session")
+	}
+	if uint32(num) > uint32(cn.c.b.channelMax) {
+		return err10(condFramingError, "channel "+strconv.Itoa(int(num))+" is above channel-max "+strconv.Itoa(int(cn.c.b.channelMax)))
+	}
+	if _, ok := comp.Field(0); ok {
+		return err10(condNotImplemented, "the broker does not begin sessions, so a begin with a remote-channel answers none")
+	}
+	s := &session10{cn: cn, channel: num, links: make(map[uint32]*link10), nextOutgoingID: 1}
+	next, _ := comp.Uint(b, 1)
+	win, _ := comp.Uint(b, 2)
+	s.nextIncomingID = uint32(next)
+	s.remoteIncomingWindow = uint32(win)
+	c := cn.c
+	s.ch = &channel{c: c, id: num, consumers: make(map[string]*consumer)}
+	cn.sessions[num] = s
+	c.mu.Lock()
+	c.channels[num] = s.ch
+	c.mu.Unlock()
+	cn.send10(num, amqp10.AppendComposite(nil, amqp10.DescriptorBegin,
+		amqp10.AppendUshort(nil, num), amqp10.AppendUint(nil, 1),
+		amqp10.AppendUint(nil, sessionWindow), amqp10.AppendUint(nil, sessionWindow),
+		amqp10.AppendUint(nil, maxLinksPerSession-1)))
+	return nil
+}
+
+// release ends the session's part in the model: its consumers go and its
+// unsettled deliveries are requeued.
+func (s *session10) release() {
+	c := s.cn.c
+	c.mu.Lock()
+	if c.channels[s.channel] == s.ch {
+		delete(c.channels, s.channel)
+	}
+	c.mu.Unlock()
+	s.ch.release()
+	for _, l := range s.links {
+		l.buf = nil
+	}
+}
+
+// endWith ends the session with an error (§2.7.8).
+func (s *session10) endWith(e *error10) {
+	s.cn.c.logf("session ", strconv.Itoa(int(s.channel)), ": ", e.cond, " ", e.desc)
+	s.release()
+	s.ending = true
+	s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorEnd, appendError10(nil, e)))
+}
+
+// Roles (§2.8.1) and settlement modes (§2.8.2, §2.8.3).
+const (
+	roleSender   = false
+	roleReceiver = true
+
+	sndSettleUnsettled = 0
+	sndSettleSettled   = 1
+)
+
+// attach handles attach (§2.7.3). A refused link is answered as the
+// specification asks: an attach without its terminus, then a detach
+// with the error.
+func (s *session10) attach(b []byte, comp *amqp10.Composite) error {
+	name, _ := comp.Bytes(b, 0)
+	handle, ok := comp.Uint(b, 1)
+	if !ok {
+		return err10(condInvalidField, "attach without a handle")
+	}
+	if handle >= maxLinksPerSession {
+		return err10(condFramingError, "handle "+strconv.FormatUint(handle, 10)+" is above handle-max "+strconv.Itoa(maxLinksPerSession-1))
+	}
+	if _, ok := s.links[uint32(handle)]; ok {
+		return &sessionError{err10(condHandleInUse, "handle "+strconv.FormatUint(handle, 10)+" is in use")}
+	}
+	role, _ := comp.Bool(b, 2)
+	sndMode, _ := comp.Uint(b, 3)
+	raw := func(i int) []byte {
+		if f, ok := comp.Field(i); ok {
+			return b[f.Start:f.End]
+		}
+		return amqp10.AppendNull(nil)
+	}
+	source, target := append([]byte(nil), raw(5)...), append([]byte(nil), raw(6)...)
+	l := &link10{s: s, name: string(name), handle: uint32(handle)}
+	s.links[l.handle] = l
+	var e *error10
+	if role == roleSender {
+		e = l.attachPublisher(b, comp)
+	} else {
+		e = l.attachConsumer(b, comp, sndMode)
+	}
+	nameField := amqp10.AppendString(nil, l.name)
+	if e != nil {
+		l.detached = true
+		if role == roleSender {
+			target = amqp10.AppendNull(nil)
+		} else {
+			source = amqp10.AppendNull(nil)
+		}
+		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorAttach,
+			nameField, amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, !role), amqp10.AppendUbyte(nil, uint8(sndMode)),
+			amqp10.AppendUbyte(nil, 0), source, target))
+		l.sendDetach(e)
+		return nil
+	}
+	if role == roleSender {
+		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorAttach,
+			nameField, amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, roleReceiver), amqp10.AppendUbyte(nil, uint8(sndMode)),
+			amqp10.AppendUbyte(nil, 0), source, target, amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendNull(nil),
+			amqp10.AppendUlong(nil, uint64(s.cn.c.b.maxMessage))))
+		count, _ := comp.Uint(b, 9)
+		l.count = uint32(count)
+		l.credit = s.cn.c.b.grant10()
+		l.sendFlow(false)
+		return nil
+	}
+	s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorAttach,
+		nameField, amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, roleSender), amqp10.AppendUbyte(nil, uint8(sndMode)),
+		amqp10.AppendUbyte(nil, 0), source, target, amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendUint(nil, 0)))
+	// The consumer starts now: with no credit yet it is given nothing.
+	q := l.q
+	q.mu.Lock()
+	if q.deleted {
+		q.mu.Unlock()
+		l.queueDeleted()
+		return nil
+	}
+	q.addConsumer(l.cons)
+	q.unlock()
+	return nil
+}
+
+// terminusAddress returns the address of a source or target (field 0).
+func terminusAddress(b []byte, comp *amqp10.Composite, i int) (string, bool) {
+	f, ok := comp.Field(i)
+	if !ok {
+		return "", false
+	}
+	var t amqp10.Composite
+	if t.Set(b, *f) != nil {
+		return "", false
+	}
+	a, ok := t.Bytes(b, 0)
+	return string(a), ok
+}
+
+// parseAddress reads a RabbitMQ 4 address (v2): /queues/NAME,
+// /exchanges/NAME/KEY or /exchanges/NAME, names percent-encoded.
+func parseAddress(a string) (exchange, key string, isQueue, ok bool) {
+	switch {
+	case strings.HasPrefix(a, "/queues/"):
+		n, err := url.PathUnescape(a[len("/queues/"):])
+		if err != nil || n == "" || strings.Contains(a[len("/queues/"):], "/") {
+			return "", "", false, false
+		}
+		return "", n, true, true
+	case strings.HasPrefix(a, "/exchanges/"):
+		rest := a[len("/exchanges/"):]
+		xs, ks, hasKey := strings.Cut(rest, "/")
+		x, err := url.PathUnescape(xs)
+		if err != nil || x == "" || strings.Contains(ks, "/") {
+			return "", "", false, false
+		}
+		if hasKey {
+			k, err := url.PathUnescape(ks)
+			if err != nil {
+				return "", "", false, false
+			}
+			return x, k, false, true
+		}
+		return x, "", false, true
+	}
+	return "", "", false, false
+}
+
+// attachPublisher checks a client sender's target: the exchange (or the
+// default exchange for a queue) must exist and be writable.
+func (l *link10) attachPublisher(b []byte, comp *amqp10.Composite) *error10 {
+	c := l.s.cn.c
+	addr, ok := terminusAddress(b, comp, 6)
+	if !ok {
+		return err10(condNotImplemented, "a target without an address is not supported yet")
+	}
+	x, key, isQueue, ok := parseAddress(addr)
+	if !ok {
+		return err10(condInvalidField, "address '"+addr+"' is not in RabbitMQ's address format v2 (/queues/NAME, /exchanges/NAME/KEY, /exchanges/NAME)")
+	}
+	if x == "amq.default" {
+		return err10(condUnauthorized, "publishing to the default exchange through /exchanges/amq.default is not allowed: use /queues/NAME")
+	}
+	v := c.vh
+	if isQueue {
+		if _, e := v.lookupQueue(c, key); e != nil {
+			return amqpErrorTo10(e)
+		}
+	} else {
+		v.mu.RLock()
+		ex, found := v.exchanges[x]
+		v.mu.RUnlock()
+		if !found {
+			return err10(condNotFound, "no "+rsExchange(x, v.name))
+		}
+		if ex.internal {
+			return err10(condUnauthorized, "cannot publish to internal "+rsExchange(x, v.name))
+		}
+	}
+	if e := c.check(permWrite, "exchange", x); e != nil {
+		return amqpErrorTo10(e)
+	}
+	l.publishing = true
+	l.exchange, l.key = x, key
+	l.useSubject = !isQueue && key == ""
+	if isQueue {
+		l.key = key
+	}
+	return nil
+}
+
+// attachConsumer checks a client receiver's source, /queues/NAME, and
+// prepares its consumer.
+func (l *link10) attachConsumer(b []byte, comp *amqp10.Composite, sndMode uint64) *error10 {
+	c := l.s.cn.c
+	addr, ok := terminusAddress(b, comp, 5)
+	if !ok {
+		return err10(condInvalidField, "a source needs an address")
+	}
+	_, name, isQueue, ok := parseAddress(addr)
+	if !ok || !isQueue {
+		return err10(condInvalidField, "source address '"+addr+"' is not /queues/NAME")
+	}
+	if e := c.check(permRead, "queue", name); e != nil {
+		return amqpErrorTo10(e)
+	}
+	q, e := c.vh.lookupQueue(c, name)
+	if e != nil {
+		return amqpErrorTo10(e)
+	}
+	tag := "amqp10-" + strconv.Itoa(int(l.s.channel)) + "-" + strconv.FormatUint(uint64(l.handle), 10)
+	l.q = q
+	l.cons = &consumer{tag: tag, tagBytes: []byte(tag), ch: l.s.ch, q: q, noAck: sndMode == sndSettleSettled, link: l}
+	ch := l.s.ch
+	ch.mu.Lock()
+	ch.consumers[tag] = l.cons
+	ch.mu.Unlock()
+	return nil
+}
+
+// sendDetach detaches the link with an error (§2.7.6).
+func (l *link10) sendDetach(e *error10) {
+	l.s.cn.c.logf("link '", l.name, "': ", e.cond, " ", e.desc)
+	l.s.cn.send10(l.s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDetach,
+		amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, true), appendError10(nil, e)))
+}
+
+// fail detaches a link on an error of its client and stops it.
+func (l *link10) fail(e *error10) {
+	if l.detached {
+		return
+	}
+	l.detached = true
+	l.buf = nil
+	l.inDelivery = false
+	l.stopConsuming()
+	l.sendDetach(e)
+}
+
+// stopConsuming removes a receiver link's consumer from its queue.
+func (l *link10) stopConsuming() {
+	if l.cons == nil {
+		return
+	}
+	ch := l.s.ch
+	ch.mu.Lock()
+	_, ok := ch.consumers[l.cons.tag]
+	delete(ch.consumers, l.cons.tag)
+	ch.mu.Unlock()
+	if ok {
+		ch.detachConsumer(l.cons)
+	}
+}
+
+// queueDeleted detaches a consumer whose queue was deleted, as RabbitMQ 4
+// does (amqp:resource-deleted).
+func (l *link10) queueDeleted() {
+	if l.gone.Swap(true) {
+		return
+	}
+	l.s.cn.c.send(func(out []byte) []byte {
+		return appendFrame10(out, amqp10.FrameTypeAMQP, l.s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDetach,
+			amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, true),
+			appendError10(nil, err10(condResourceDeleted, "deleted "+rsQueue(l.q.name, l.q.vh.name)))))
+	})
+}
+
+// detach handles the client's detach (§2.7.6).
+func (s *session10) detach(b []byte, comp *amqp10.Composite) error {
+	h, _ := comp.Uint(b, 0)
+	l := s.links[uint32(h)]
+	if l == nil {
+		return &sessionError{err10(condUnattachedHandle, "detach of handle "+strconv.FormatUint(h, 10)+", which is not attached")}
+	}
+	delete(s.links, l.handle)
+	if l.detached || l.gone.Load() {
+		return nil // the answer to the broker's detach
+	}
+	l.stopConsuming()
+	if l.cons != nil {
+		// The link's unsettled deliveries go back to the queue.
+		ch := s.ch
+		ch.mu.Lock()
+		var ds []delivery
+		for i := ch.unackedHead; i < len(ch.unacked); i++ {
+			d := &ch.unacked[i]
+			if !d.done && d.cons == l.cons {
+				ds = append(ds, *d)
+				ch.markDone(d)
+			}
+		}
+		ch.compact()
+		ch.mu.Unlock()
+		settleGroups(ds, settleRequeue, &ch.entries)
+	}
+	closed, _ := comp.Bool(b, 1)
+	s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDetach,
+		amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, closed)))
+	return nil
+}
+
+// appendSessionFlow appends the session fields of a flow (§2.7.4) (ch.mu
+// held).
+func (s *session10) appendSessionFlow(fields [][]byte) [][]byte {
+	return append(fields, amqp10.AppendUint(nil, s.nextIncomingID), amqp10.AppendUint(nil, sessionWindow),
+		amqp10.AppendUint(nil, s.nextOutgoingID), amqp10.AppendUint(nil, sessionWindow))
+}
+
+// sendFlow sends the link's flow: its delivery-count and credit.
+func (l *link10) sendFlow(drain bool) {
+	ch := l.s.ch
+	ch.mu.Lock()
+	fields := l.s.appendSessionFlow(make([][]byte, 0, 9))
+	fields = append(fields, amqp10.AppendUint(nil, l.handle), amqp10.AppendUint(nil, l.count), amqp10.AppendUint(nil, l.credit),
+		amqp10.AppendNull(nil), amqp10.AppendBool(nil, drain))
+	perf := amqp10.AppendComposite(nil, amqp10.DescriptorFlow, fields...)
+	// Under ch.mu, so a flow after transfers goes out after them.
+	c := l.s.cn.c
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.out = appendFrame10(c.out, amqp10.FrameTypeAMQP, l.s.channel, perf)
+	}
+	c.wmu.Unlock()
+	ch.mu.Unlock()
+	c.signal()
+}
+
+// flow handles flow (§2.7.4): the session's window and, with a handle,
+// the link's credit and drain.
+func (s *session10) flow(b []byte, comp *amqp10.Composite) error {
+	win, _ := comp.Uint(b, 1)
+	next, hasNext := comp.Uint(b, 0)
+	ch := s.ch
+	ch.mu.Lock()
+	if !hasNext {
+		next = 1 // the broker's initial next-outgoing-id
+	}
+	s.remoteIncomingWindow = uint32(next) + uint32(win) - s.nextOutgoingID
+	ch.mu.Unlock()
+	echo, _ := comp.Bool(b, 9)
+	h, hasHandle := comp.Uint(b, 4)
+	if !hasHandle {
+		if echo {
+			ch.mu.Lock()
+			perf := amqp10.AppendComposite(nil, amqp10.DescriptorFlow, s.appendSessionFlow(nil)...)
+			ch.mu.Unlock()
+			s.cn.send10(s.channel, perf)
+		}
+		s.redispatch()
+		return nil
+	}
+	l := s.links[uint32(h)]
+	if l == nil {
+		return &sessionError{err10(condUnattachedHandle, "flow for handle "+strconv.FormatUint(h, 10)+", which is not attached")}
+	}
+	if l.detached {
+		return nil
+	}
+	if l.publishing {
+		if echo {
+			l.sendFlow(false)
+		}
+		return nil
+	}
+	credit, _ := comp.Uint(b, 6)
+	drain, _ := comp.Bool(b, 8)
+	ch.mu.Lock()
+	rcvCount := l.count
+	if dc, ok := comp.Uint(b, 5); ok {
+		rcvCount = uint32(dc)
+	}
+	// link-credit(snd) = delivery-count(rcv) + link-credit(rcv) -
+	// delivery-count(snd) (§2.6.7), none when the client is behind.
+	cr := rcvCount + uint32(credit) - l.count
+	if int32(cr) < 0 {
+		cr = 0
+	}
+	l.credit = cr
+	l.drain = drain
+	ch.mu.Unlock()
+	q := l.q
+	q.mu.Lock()
+	q.dispatch()
+	q.unlock()
+	if drain {
+		// What the queue had went out; the rest of the credit is used up
+		// by advancing the delivery-count (§2.6.7).
+		ch.mu.Lock()
+		l.count += l.credit
+		l.credit = 0
+		l.drain = false
+		ch.mu.Unlock()
+		l.sendFlow(true)
+	} else if echo {
+		l.sendFlow(false)
+	}
+	return nil
+}
+
+// redispatch lets every receiver link's queue deliver (the session's
+// window opened).
+func (s *session10) redispatch() {
+	for _, l := range s.links {
+		if l.q != nil && !l.detached {
+			l.q.mu.Lock()
+			l.q.dispatch()
+			l.q.unlock()
+		}
+	}
+}
+
+// hasCredit reports whether the link may be sent a message now (q.mu
+// held): link credit, the session's window, the connection's buffer.
+func (l *link10) hasCredit() bool {
+	ch := l.s.ch
+	ch.mu.Lock()
+	ok := !ch.closing && l.credit > 0 && l.s.remoteIncomingWindow > 0
+	ch.mu.Unlock()
+	if !ok {
+		return false
+	}
+	conn := ch.c
+	conn.wmu.Lock()
+	full := len(conn.out) >= conn.outLimit()
+	if full {
+		conn.overLimit = true
+	}
+	conn.wmu.Unlock()
+	return !full
+}
+
+// deliver sends one message to the link (q.mu held): its stored header
+// and annotations, then the bare message and footer exactly as they
+// arrived, split into frames of the peer's max-frame-size.
+func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
+	now := observeDeliver(q, e)
+	s := l.s
+	ch := s.ch
+	ch.mu.Lock()
+	ch.nextTag++
+	tag := ch.nextTag
+	if !cons.noAck {
+		ch.unacked = append(ch.unacked, delivery{at: now, tag: tag, q: q, e: e, cons: cons})
+		ch.unackedLive++
+		cons.unacked++
+	}
+	l.credit--
+	l.count++
+	var parts [3][]byte
+	m := e.Msg
+	if m.Format == queue.FormatAMQP10 {
+		parts[0], parts[1] = m.Header, m.Body
+	} else {
+		// A 0-9-1 message: its body as one data section; its properties
+		// are not converted yet.
+		var sec [8]byte
+		sec[0], sec[1], sec[2], sec[3] = 0x00, byte(amqp10.CodeSmallUlong), byte(amqp10.DescriptorData), byte(amqp10.CodeVbin32)
+		sec[4], sec[5], sec[6], sec[7] = byte(len(m.Body)>>24), byte(len(m.Body)>>16), byte(len(m.Body)>>8), byte(len(m.Body))
+		parts[0], parts[1] = sec[:], m.Body
+	}
+	c := s.cn.c
+	c.wmu.Lock()
+	if !c.wclosed {
+		var frames uint32
+		c.out, frames = appendTransfers(c.out, s.channel, l.handle, uint32(tag), cons.noAck, parts, s.cn.peerMaxFrame)
+		s.nextOutgoingID += frames
+		s.remoteIncomingWindow -= min(frames, s.remoteIncomingWindow)
+	}
+	c.wmu.Unlock()
+	ch.mu.Unlock()
+	c.b.stats.delivered.Add(1)
+	c.signal()
+}
+
+// transfer handles a transfer from a client's sender (§2.7.5): frames of
+// one delivery are assembled (at most the broker's max message size),
+// then the message is routed and, unless settled, its outcome sent.
+func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) error {
+	s.nextIncomingID++
+	var t amqp10.Transfer
+	if err := t.Decode(b, comp); err != nil {
+		return err10(condDecodeError, err.Error())
+	}
+	l := s.links[t.Handle]
+	if l == nil {
+		return &sessionError{err10(condUnattachedHandle, "transfer on handle "+strconv.FormatUint(uint64(t.Handle), 10)+", which is not attached")}
+	}
+	if l.detached {
+		return nil
+	}
+	if !l.publishing {
+		l.fail(err10(condInvalidField, "transfer on a link whose role is receiver"))
+		return nil
+	}
+	c := s.cn.c
+	if !l.inDelivery {
+		if l.credit == 0 {
+			l.fail(err10(condTransferLimit, "transfer beyond the link credit"))
+			return nil
+		}
+		if !t.HasDeliveryID && !t.Settled {
+			l.fail(err10(condInvalidField, "first transfer of a delivery without a delivery-id"))
+			return nil
+		}
+		c.b.mem.waitUnblocked(c)
+		l.credit--
+		l.count++
+		l.inDelivery = true
+		l.deliveryID, l.settled = t.DeliveryID, t.Settled
+		l.buf = l.buf[:0]
+	} else if t.HasSettled && t.Settled {
+		l.settled = true
+	}
+	if t.Aborted {
+		l.inDelivery = false
+		l.buf = l.buf[:0]
+		return nil
+	}
+	if int64(len(l.buf))+int64(len(payload)) > c.b.maxMessage {
+		l.fail(err10(condMessageSizeExceeded, "message larger than max-message-size "+strconv.FormatInt(c.b.maxMessage, 10)))
+		return nil
+	}
+	if t.More {
+		l.buf = append(l.buf, payload...)
+		if cap(l.buf) > 4<<20 && len(l.buf) < cap(l.buf)/4 {
+			l.buf = append([]byte(nil), l.buf...)
+		}
+		return nil
+	}
+	l.inDelivery = false
+	whole := payload
+	if len(l.buf) > 0 {
+		l.buf = append(l.buf, payload...)
+		whole = l.buf
+	}
+	state := l.publish(whole)
+	if len(l.buf) > 0 {
+		l.buf = l.buf[:0]
+		if cap(l.buf) > 1<<20 {
+			l.buf = nil // a large message's buffer is not kept for ever
+		}
+	}
+	if !l.settled {
+		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDisposition,
+			amqp10.AppendBool(nil, roleReceiver), amqp10.AppendUint(nil, l.deliveryID), amqp10.AppendNull(nil),
+			amqp10.AppendBool(nil, true), state))
+	}
+	// Credit is topped up once less than half the grant is left.
+	if grant := c.b.grant10(); l.credit < grant/2 {
+		l.credit = grant
+		l.sendFlow(false)
+	}
+	return nil
+}
+
+// Outcomes (§3.4) as the broker sends them.
+var (
+	outcomeAccepted = amqp10.AppendComposite(nil, amqp10.DescriptorAccepted)
+	outcomeReleased = amqp10.AppendComposite(nil, amqp10.DescriptorReleased)
+)
+
+func outcomeRejected(e *error10) []byte {
+	return amqp10.AppendComposite(nil, amqp10.DescriptorRejected, appendError10(nil, e))
+}
+
+// Header section fields (§3.2.1).
+const (
+	headerDurable  = 0
+	headerPriority = 1
+	headerTTL      = 2
+)
+
+// publish stores and routes one whole message; it returns the outcome:
+// accepted when every queue took it, released when it was routed nowhere
+// (RabbitMQ 4's answer for an unroutable message), rejected when it could
+// not be parsed or a queue refused it.
+func (l *link10) publish(b []byte) []byte {
+	c := l.s.cn.c
+	if err := amqp10.ParseMessage(b, &l.msg); err != nil {
+		return outcomeRejected(err10(condDecodeError, "message: "+err.Error()))
+	}
+	pm := &l.msg
+	// The header and message-annotations are kept as they came; the
+	// delivery-annotations are for this hop only.
+	keep := 0
+	for i := range pm.Sections {
+		sec := &pm.Sections[i]
+		if sec.Value.Start >= pm.BareStart {
+			break
+		}
+		if sec.Descriptor != amqp10.DescriptorDeliveryAnnotations {
+			keep += sec.Value.Len()
+		}
+	}
+	buf := make([]byte, 0, keep+len(b)-pm.BareStart)
+	msg := &queue.Message{Format: queue.FormatAMQP10, Exchange: l.exchange, RoutingKey: l.key, Expiration: -1}
+	for i := range pm.Sections {
+		sec := &pm.Sections[i]
+		if sec.Value.Start >= pm.BareStart {
+			break
+		}
+		switch sec.Descriptor {
+		case amqp10.DescriptorDeliveryAnnotations:
+			continue
+		case amqp10.DescriptorHeader:
+			h := &l.header
+			if h.Set(b, sec.Value) == nil {
+				msg.Persistent, _ = h.Bool(b, headerDurable)
+				if p, ok := h.Uint(b, headerPriority); ok {
+					msg.Priority = uint8(min(p, 255))
+				}
+				if ttl, ok := h.Uint(b, headerTTL); ok {
+					msg.Expiration = int64(min(ttl, queue.MaxExpiry))
+				}
+			}
+		}
+		buf = append(buf, b[sec.Value.Start:sec.Value.End]...)
+	}
+	msg.Header = buf[:len(buf):len(buf)]
+	msg.Body = append(buf[len(buf):], b[pm.BareStart:]...)
+	if l.useSubject {
+		msg.RoutingKey = l.subject(b)
+	}
+	msg.PublishedAt = latency.Now()
+	c.b.stats.published.Add(1)
+	sc := &l.s.cn.scratch
+	keys, err := route.RoutingKeys(unsafeBytes(msg.RoutingKey), nil, sc.keys[:0])
+	sc.keys = keys
+	if err != nil {
+		return outcomeRejected(err10(condInvalidField, err.Error()))
+	}
+	qs, ok, _ := c.vh.route(msg.Exchange, keys, nil, sc)
+	if !ok {
+		return outcomeRejected(err10(condNotFound, "no "+rsExchange(msg.Exchange, c.vh.name)))
+	}
+	if len(qs) == 0 {
+		return outcomeReleased
+	}
+	msg.Via = sc.via
+	refused := false
+	for _, q := range qs {
+		if !q.enqueue(msg, nil) {
+			refused = true
+		}
+	}
+	if refused {
+		return outcomeRejected(err10(condResourceLimitExceeded, "a queue refused the message (x-overflow reject-publish)"))
+	}
+	return outcomeAccepted
+}
+
+// subject returns properties.subject (field 3), the routing key of a
+// message published to /exchanges/NAME.
+func (l *link10) subject(b []byte) string {
+	pm := &l.msg
+	if pm.Properties < 0 {
+		return ""
+	}
+	var p amqp10.Composite
+	if p.Set(b, pm.Sections[pm.Properties].Value) != nil {
+		return ""
+	}
+	s, _ := p.Bytes(b, 3)
+	return string(s)
+}
+
+// disposition handles the client's settlement of deliveries (§2.7.6):
+// accepted acknowledges; rejected dead-letters (or drops) as
+// basic.reject without requeue does; released requeues; modified
+// requeues as redelivered unless undeliverable-here, which dead-letters
+// as RabbitMQ 4 does.
+func (s *session10) disposition(b []byte, comp *amqp10.Composite) error {
+	role, _ := comp.Bool(b, 0)
+	if role != roleReceiver {
+		return nil // the client settling its own transfers: nothing to do
+	}
+	first, ok := comp.Uint(b, 1)
+	if !ok {
+		return err10(condInvalidField, "disposition without first")
+	}
+	last, ok := comp.Uint(b, 2)
+	if !ok {
+		last = first
+	}
+	kind := settleRequeue
+	if f, ok := comp.Field(4); ok {
+		var st amqp10.Composite
+		if st.Set(b, *f) == nil {
+			switch st.Descriptor {
+			case amqp10.DescriptorAccepted:
+				kind = settleAck
+			case amqp10.DescriptorRejected:
+				kind = settleDead
+			case amqp10.DescriptorReleased:
+				kind = settleRequeue
+			case amqp10.DescriptorModified:
+				if u, _ := st.Bool(b, 1); u {
+					kind = settleDead
+				}
+			}
+		}
+	}
+	ch := s.ch
+	ch.mu.Lock()
+	ds := ch.settling[:0]
+	live := ch.unacked[ch.unackedHead:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].tag >= first })
+	for ; i < len(live) && live[i].tag <= last; i++ {
+		if !live[i].done {
+			ds = append(ds, live[i])
+			ch.markDone(&live[i])
+		}
+	}
+	ch.compact()
+	ch.mu.Unlock()
+	if kind == settleAck {
+		s.cn.c.b.stats.acked.Add(uint64(len(ds)))
+		observeAcks(ds)
+	}
+	settleGroups(ds, kind, &ch.entries)
+	clear(ds)
+	ch.settling = ds[:0]
+	return nil
+}
+
+// appendContent10 writes an AMQP 1.0 message to a 0-9-1 consumer (or
+// basic.get): a bare message of exactly one data section (with or without
+// properties and application-properties) becomes that data as the body;
+// any other keeps its encoded sections (bare message and footer) as the
+// body, with the type property "amqp-1.0" saying so. Properties are not
+// converted yet.
+func appendContent10(dst []byte, channel uint16, m *queue.Message, frameMax uint32) []byte {
+	body := m.Body
+	typ := []byte("amqp-1.0")
+	var pm amqp10.Message
+	if amqp10.ParseMessage(m.Body, &pm) == nil && pm.BodyKind == "data" && pm.BodySections == 1 && pm.Footer < 0 {
+		for _, sec := range pm.Sections {
+			if sec.Descriptor == amqp10.DescriptorData {
+				v := sec.Value
+				body = m.Body[v.Data:v.End]
+				typ = nil
+			}
+		}
+	}
+	h := amqp091.ContentHeader{ClassID: amqp091.ClassBasic, BodySize: uint64(len(body))}
+	if typ != nil {
+		h.Properties.Flags = amqp091.FlagType
+		h.Properties.Type = typ
+	}
+	dst = amqp091.AppendFrame(dst, amqp091.FrameHeader, channel, h.AppendTo(nil))
+	return amqp091.AppendBodyFrames(dst, channel, body, int(frameMax))
+}
