@@ -31,7 +31,9 @@ func messages10() map[string][]byte {
 		amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendString(nil, "subj"))
 	app := amqp10.AppendDescribed(nil, amqp10.DescriptorApplicationProperties,
 		amqp10.AppendMap(nil, amqp10.AppendString(nil, "k"), amqp10.AppendBoolean(nil, true)))
-	data := func(b []byte) []byte { return amqp10.AppendDescribed(nil, amqp10.DescriptorData, amqp10.AppendBinary(nil, b)) }
+	data := func(b []byte) []byte {
+		return amqp10.AppendDescribed(nil, amqp10.DescriptorData, amqp10.AppendBinary(nil, b))
+	}
 	// A header with the two-byte boolean and a trailing null, as a client
 	// may write it: the broker keeps it as it came.
 	header := amqp10.AppendComposite(nil, amqp10.DescriptorHeader, amqp10.AppendBoolean(nil, false), amqp10.AppendNull(nil))

@@ -100,7 +100,7 @@ type Broker struct {
 	// credit10 is the link credit AMQP 1.0 publishers are granted (0:
 	// linkCredit; tests lower it).
 	credit10 uint32
-	started     time.Time
+	started  time.Time
 
 	mu        sync.Mutex
 	vhosts    map[string]*vhost
