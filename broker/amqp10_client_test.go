@@ -423,3 +423,58 @@ func TestAMQP10TapImmutability(t *testing.T) {
 		t.Fatalf("immutability: %+v, %d checksums checked; want %d paired and identical, %d checksums", rep, checked, n, 2*n)
 	}
 }
+
+// TestAMQP10RedeliveryHeader: a message delivered again comes with the
+// broker's header (first-acquirer false; delivery-count raised by a
+// modified outcome with delivery-failed, not by released) and the bare
+// message unchanged.
+func TestAMQP10RedeliveryHeader(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "rd")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/rd", true)
+	r.expect(amqp10.DescriptorFlow)
+	header := amqp10.AppendComposite(nil, amqp10.DescriptorHeader, amqp10.AppendBoolean(nil, true), amqp10.AppendUbyte(nil, 4))
+	bare := messages10()["amqp-value"] // properties and an amqp-value: no header of its own
+	r.transfer(0, 0, true, append(append([]byte(nil), header...), bare...), 1000)
+	r.attach(1, true, "/queues/rd", false)
+	r.flow(1, 0, 10, false)
+	check := func(wantCount uint64, first bool) uint32 {
+		t.Helper()
+		got, id, _, _ := r.receive()
+		var pm amqp10.Message
+		if err := amqp10.ParseMessage(got, &pm); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[pm.BareStart:], bare) {
+			t.Fatal("the bare message changed on redelivery")
+		}
+		var h amqp10.Composite
+		if err := amqp10.ScanComposite(got, 0, &h); err != nil || h.Descriptor != amqp10.DescriptorHeader {
+			t.Fatalf("no header section: %v", err)
+		}
+		if string(got[h.Fields[0].Start:h.Fields[0].End]) != string(amqp10.AppendBoolean(nil, true)) {
+			t.Error("durable lost its two-byte encoding")
+		}
+		fa, ok := h.Bool(got, 3)
+		if first && ok && fa == false {
+			t.Error("first delivery: first-acquirer false")
+		}
+		if !first && (!ok || fa) {
+			t.Error("redelivery: first-acquirer not false")
+		}
+		if n, _ := h.Uint(got, 4); n != wantCount {
+			t.Errorf("delivery-count %d, want %d", n, wantCount)
+		}
+		return id
+	}
+	id := check(0, true)
+	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorModified, amqp10.AppendBool(nil, true)))
+	id = check(1, false)
+	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorReleased))
+	id = check(1, false)
+	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorModified, amqp10.AppendBool(nil, true)))
+	id = check(2, false)
+	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorAccepted))
+	waitEmpty(t, url, "rd")
+}

@@ -549,6 +549,9 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 	m := e.Msg
 	if m.Format == queue.FormatAMQP10 {
 		parts[0], parts[1] = m.Header, m.Body
+		if e.Redelivered {
+			parts[0] = redeliveryHeader(m.Header, e.Failures)
+		}
 	} else {
 		// A 0-9-1 message: its body as one data section; its properties
 		// are not converted yet.
@@ -793,8 +796,11 @@ func (s *session10) disposition(b []byte, comp *amqp10.Composite) error {
 			case amqp10.DescriptorReleased:
 				kind = settleRequeue
 			case amqp10.DescriptorModified:
+				failed, _ := st.Bool(b, 0)
 				if u, _ := st.Bool(b, 1); u {
 					kind = settleDead
+				} else if failed {
+					kind = settleFailed
 				}
 			}
 		}
@@ -848,4 +854,42 @@ func appendContent10(dst []byte, channel uint16, m *queue.Message, frameMax uint
 	}
 	dst = amqp091.AppendFrame(dst, amqp091.FrameHeader, channel, h.AppendTo(nil))
 	return amqp091.AppendBodyFrames(dst, channel, body, int(frameMax))
+}
+
+// Header section fields after headerTTL (§3.2.1).
+const (
+	headerFirstAcquirer = 3
+	headerDeliveryCount = 4
+)
+
+// redeliveryHeader returns the stored header and message-annotations of a
+// message delivered again, its header section rewritten (the header is
+// the broker's to write; the bare message is not touched): first-acquirer
+// false and delivery-count raised by the failed deliveries. Durable,
+// priority and ttl keep their encoding.
+func redeliveryHeader(stored []byte, failures uint32) []byte {
+	var comp amqp10.Composite
+	var rest []byte
+	var fields [3][]byte
+	var count uint64
+	if amqp10.ScanComposite(stored, 0, &comp) == nil && comp.Descriptor == amqp10.DescriptorHeader {
+		for i := range fields {
+			if i < comp.N {
+				fields[i] = stored[comp.Fields[i].Start:comp.Fields[i].End]
+			}
+		}
+		count, _ = comp.Uint(stored, headerDeliveryCount)
+		rest = stored[comp.List.End:]
+	} else {
+		rest = stored
+	}
+	for i := range fields {
+		if fields[i] == nil {
+			fields[i] = amqp10.AppendNull(nil)
+		}
+	}
+	count = min(count+uint64(failures), 1<<32-1)
+	out := amqp10.AppendComposite(nil, amqp10.DescriptorHeader, fields[0], fields[1], fields[2],
+		amqp10.AppendBool(nil, false), amqp10.AppendUint(nil, uint32(count)))
+	return append(out, rest...)
 }

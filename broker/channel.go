@@ -377,6 +377,9 @@ const (
 	settleAck settleKind = iota
 	settleRequeue
 	settleDead
+	// settleFailed requeues counting a failed delivery (AMQP 1.0's
+	// modified with delivery-failed).
+	settleFailed
 )
 
 // settleGroups hands settled deliveries back to their queues, one call per
@@ -427,6 +430,12 @@ func settleQueue(q *queueState, es []queue.Entry, kind settleKind) {
 		q.settle(nil, es, nil)
 	case settleDead:
 		q.settle(nil, nil, es)
+	case settleFailed:
+		for i := range es {
+			es[i].Redelivered = true
+			es[i].Failures++
+		}
+		q.settle(nil, es, nil)
 	}
 }
 

@@ -19,6 +19,10 @@ type Entry struct {
 	Expires int64
 	// Redelivered says the entry was delivered before (it was requeued).
 	Redelivered bool
+	// Failures counts the deliveries a consumer reported as failed
+	// (AMQP 1.0's modified outcome with delivery-failed): an AMQP 1.0
+	// delivery adds it to the header's delivery-count.
+	Failures uint32
 }
 
 // Queue is the message store of one classic queue, as RabbitMQ 3.10 keeps
