@@ -99,8 +99,10 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		return nil
 	}
 	im.rep.Left++
+	// The connection that sent it may be the one it comes back on: a
+	// client that publishes and consumes on one connection.
 	e, ok := im.entered[key]
-	if !ok || e.conn == u.Conn.ID {
+	if !ok {
 		return nil
 	}
 	im.rep.Paired++
@@ -240,5 +242,8 @@ func (im *Immutability) Summary() []string {
 	lines := []string{"AMQP 1.0 bare-message immutability: " + strconv.Itoa(r.Entered) + " messages entered a broker, " +
 		strconv.Itoa(r.Left) + " left it; " + strconv.Itoa(r.Paired) + " paired: " + strconv.Itoa(r.Identical) +
 		" identical, " + strconv.Itoa(r.Modified) + " modified"}
+	if n := r.Left - r.Paired; n > 0 {
+		lines[0] += "; " + strconv.Itoa(n) + " left unpaired: no message with the same message-id (or, without one, the same bytes) entered in this capture"
+	}
 	return append(lines, im.modified...)
 }

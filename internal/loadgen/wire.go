@@ -24,6 +24,10 @@ type wireConn struct {
 	md       amqp091.MethodDecoder
 	wbuf     []byte
 	frameMax int
+	// cut says a write stopped part-way through the buffer: the stream
+	// ends inside a frame, and a connection.close after it would be
+	// garbage to the broker.
+	cut bool
 }
 
 // wireWriteBatch is how much a client buffers before it writes.
@@ -126,7 +130,10 @@ func (c *wireConn) flush() error {
 	if len(c.wbuf) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.wbuf)
+	n, err := c.nc.Write(c.wbuf)
+	if err != nil && n < len(c.wbuf) && n > 0 {
+		c.cut = true
+	}
 	c.wbuf = c.wbuf[:0]
 	return err
 }
@@ -179,6 +186,10 @@ func closeError(m amqp091.Method) error {
 // close-ok, then closes the socket. read says whether the caller still owns
 // the reading side (false when a reader goroutine does).
 func (c *wireConn) shutdown(read bool) {
+	if c.cut {
+		c.nc.Close()
+		return
+	}
 	c.nc.SetDeadline(time.Now().Add(closeGrace))
 	c.wbuf = c.wbuf[:0]
 	c.send(0, &amqp091.ConnectionClose{ReplyCode: 200, ReplyText: []byte("bench done")})
@@ -291,7 +302,10 @@ func (p *wirePublisher) publish(r *route, body []byte) error {
 
 func (p *wirePublisher) flush() error { return p.c.flush() }
 
-func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now()) }
+// interrupt lets a write under way finish for half the close grace (the
+// broker is reading, just slower than the producer writes) and only then
+// cuts it, so a run's end normally leaves whole frames and a clean close.
+func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now().Add(closeGrace / 2)) }
 
 func (p *wirePublisher) close() {
 	p.c.shutdown(false)
