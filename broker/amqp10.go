@@ -200,6 +200,9 @@ type conn10 struct {
 	peerIdle     time.Duration
 	sessions     map[uint16]*session10 // by the client's channel
 	stopIdle     chan struct{}
+	// assembling is the bytes of messages being assembled over all links
+	// (reader goroutine).
+	assembling int64
 }
 
 // run10 runs an AMQP 1.0 connection after its protocol header.
@@ -212,6 +215,11 @@ func (c *conn) run10(hdr [8]byte) error {
 	defer func() {
 		if cn.stopIdle != nil {
 			close(cn.stopIdle)
+		}
+		for _, s := range cn.sessions {
+			for _, l := range s.links {
+				l.dropAssembly()
+			}
 		}
 	}()
 	if string(hdr[:]) == header10SASL {

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
@@ -239,4 +240,68 @@ func FuzzAMQP10Connection(f *testing.F) {
 			t.Fatal("the connection did not end")
 		}
 	})
+}
+
+// TestAMQP10AbortedAndOversizedMessages: an aborted delivery is dropped
+// with its bytes; a message past the max message size detaches its link
+// with amqp:link:message-size-exceeded; the memory accounting returns to
+// nothing either way.
+func TestAMQP10AbortedAndOversizedMessages(t *testing.T) {
+	b, url := startBroker(t, Config{MaxMessage: 10000})
+	declare10(t, url, "ab")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/ab", false)
+	r.expect(amqp10.DescriptorFlow)
+	part := bytes.Repeat([]byte{1}, 3000)
+	more := func(handle, id uint32, first, more, aborted bool) []byte {
+		if first {
+			return amqp10.AppendComposite(nil, amqp10.DescriptorTransfer, amqp10.AppendUint(nil, handle), amqp10.AppendUint(nil, id),
+				amqp10.AppendBinary(nil, []byte{byte(id)}), amqp10.AppendUint(nil, 0), amqp10.AppendBool(nil, false), amqp10.AppendBool(nil, more))
+		}
+		return amqp10.AppendComposite(nil, amqp10.DescriptorTransfer, amqp10.AppendUint(nil, handle), amqp10.AppendNull(nil),
+			amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendBool(nil, more),
+			amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendBool(nil, aborted))
+	}
+	r.writeFrame(0, 0, more(0, 0, true, true, false), part)
+	r.writeFrame(0, 0, more(0, 0, false, true, false), part)
+	r.writeFrame(0, 0, more(0, 0, false, false, true), nil) // aborted
+	r.transfer(0, 1, false, messages10()["data"], 1000)
+	if d := r.next(); d != amqp10.DescriptorDisposition {
+		t.Fatalf("got 0x%x, want the disposition of delivery 1", d)
+	}
+	if id, _ := r.comp.Uint(r.last(), 1); id != 1 {
+		t.Fatalf("disposition of delivery %d, want 1 (0 was aborted)", id)
+	}
+	r.writeFrame(0, 0, more(0, 2, true, true, false), part)
+	r.writeFrame(0, 0, more(0, 2, false, true, false), part)
+	r.writeFrame(0, 0, more(0, 2, false, true, false), part)
+	r.writeFrame(0, 0, more(0, 2, false, false, false), part) // 12000 bytes
+	expectCondition(t, r, amqp10.DescriptorDetach, condMessageSizeExceeded)
+	waitEmptyOf(t, url, "ab", 1)
+	held := int64(len(messages10()["data"]))
+	if used := b.mem.used.Load(); used > held {
+		t.Fatalf("memory accounting holds %d bytes, want at most the one stored message's %d", used, held)
+	}
+	stillServed(t, url)
+}
+
+// waitEmptyOf waits until queue holds n messages.
+func waitEmptyOf(t *testing.T, url, queue string, n int) {
+	t.Helper()
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Messages == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %s holds %d messages, want %d", queue, q.Messages, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

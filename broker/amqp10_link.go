@@ -55,6 +55,7 @@ type link10 struct {
 	deliveryID uint32
 	settled    bool
 	buf        []byte
+	counted    int64 // of buf, in the memory accounting and conn10.assembling
 	msg        amqp10.Message
 	header     amqp10.Composite
 
@@ -108,7 +109,7 @@ func (s *session10) release() {
 	c.mu.Unlock()
 	s.ch.release()
 	for _, l := range s.links {
-		l.buf = nil
+		l.dropAssembly()
 	}
 }
 
@@ -324,13 +325,26 @@ func (l *link10) sendDetach(e *error10) {
 		amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, true), appendError10(nil, e)))
 }
 
+// dropAssembly forgets the message being assembled and its accounting.
+func (l *link10) dropAssembly() {
+	if l.counted != 0 {
+		l.s.cn.c.b.mem.shrink(l.counted)
+		l.s.cn.assembling -= l.counted
+		l.counted = 0
+	}
+	l.buf = l.buf[:0]
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil // a large message's buffer is not kept for ever
+	}
+}
+
 // fail detaches a link on an error of its client and stops it.
 func (l *link10) fail(e *error10) {
 	if l.detached {
 		return
 	}
 	l.detached = true
-	l.buf = nil
+	l.dropAssembly()
 	l.inDelivery = false
 	l.stopConsuming()
 	l.sendDetach(e)
@@ -372,6 +386,7 @@ func (s *session10) detach(b []byte, comp *amqp10.Composite) error {
 		return &sessionError{err10(condUnattachedHandle, "detach of handle "+strconv.FormatUint(h, 10)+", which is not attached")}
 	}
 	delete(s.links, l.handle)
+	l.dropAssembly()
 	if l.detached || l.gone.Load() {
 		return nil // the answer to the broker's detach
 	}
@@ -615,7 +630,7 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 	}
 	if t.Aborted {
 		l.inDelivery = false
-		l.buf = l.buf[:0]
+		l.dropAssembly()
 		return nil
 	}
 	if int64(len(l.buf))+int64(len(payload)) > c.b.maxMessage {
@@ -623,6 +638,16 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 		return nil
 	}
 	if t.More {
+		// What is being assembled on a connection, over all its links,
+		// is at most the max message size.
+		n := int64(len(payload))
+		if s.cn.assembling+n > c.b.maxMessage {
+			l.fail(err10(condResourceLimitExceeded, "messages being assembled on the connection exceed "+strconv.FormatInt(c.b.maxMessage, 10)+" bytes"))
+			return nil
+		}
+		l.counted += n
+		s.cn.assembling += n
+		c.b.mem.grow(n)
 		l.buf = append(l.buf, payload...)
 		if cap(l.buf) > 4<<20 && len(l.buf) < cap(l.buf)/4 {
 			l.buf = append([]byte(nil), l.buf...)
@@ -636,12 +661,7 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 		whole = l.buf
 	}
 	state := l.publish(whole)
-	if len(l.buf) > 0 {
-		l.buf = l.buf[:0]
-		if cap(l.buf) > 1<<20 {
-			l.buf = nil // a large message's buffer is not kept for ever
-		}
-	}
+	l.dropAssembly()
 	if !l.settled {
 		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDisposition,
 			amqp10.AppendBool(nil, roleReceiver), amqp10.AppendUint(nil, l.deliveryID), amqp10.AppendNull(nil),
