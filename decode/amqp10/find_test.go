@@ -577,3 +577,26 @@ func TestSectionEntriesNamed(t *testing.T) {
 		t.Error("amqp.applicationProperties is not registered as an open table")
 	}
 }
+
+// TestImmutabilityOnOneConnection: a client that publishes and consumes on
+// one connection (the shipped Proton capture) has every message paired,
+// and a message that entered under no capture is said unpaired with why.
+func TestImmutabilityOnOneConnection(t *testing.T) {
+	h := &captureSink{decoders: map[int]decode.Decoder{}, imm: NewImmutability()}
+	if _, err := capture.ReadFile("../../testdata/amqp10-proton.pcapng", h, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := h.imm.Report()
+	if r.Entered == 0 || r.Paired != r.Left || r.Identical+r.Modified != r.Paired {
+		t.Fatalf("report %+v: every message that left should pair with the one that entered", r)
+	}
+	im := NewImmutability()
+	for _, u := range h.units {
+		if u.Dir == decode.DirB {
+			im.Observe(u) // only what left: nothing to pair with
+		}
+	}
+	if s := im.Summary(); len(s) == 0 || !strings.Contains(s[0], "left unpaired: no message with the same message-id") {
+		t.Fatalf("summary %q", s)
+	}
+}
