@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"hash/crc32"
 	"strconv"
 	"testing"
@@ -477,4 +478,90 @@ func TestAMQP10RedeliveryHeader(t *testing.T) {
 	id = check(2, false)
 	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorAccepted))
 	waitEmpty(t, url, "rd")
+}
+
+// TestAMQP10AnonymousTerminus publishes with go-amqp to a sender without
+// a target address: each message's properties.to routes it.
+func TestAMQP10AnonymousTerminus(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "to-q", "to-x")
+	conn, ch := dial(t, url)
+	if err := ch.QueueBind("to-x", "k", "amq.direct", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialGoAMQP(t, url, 0)
+	sess, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := sess.NewSender(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{"/queues/to-q", "/exchanges/amq.direct/k"} {
+		m := goamqp.NewMessage([]byte(to))
+		m.Properties = &goamqp.MessageProperties{To: ptr(to)}
+		if err := snd.Send(ctx, m, nil); err != nil {
+			t.Fatalf("to %s: %v", to, err)
+		}
+	}
+	m := goamqp.NewMessage([]byte("x"))
+	m.Properties = &goamqp.MessageProperties{To: ptr("/exchanges/nope/k")}
+	var re *goamqp.Error
+	if err := snd.Send(ctx, m, nil); !errors.As(err, &re) || re.Condition != condNotFound {
+		t.Fatalf("to a missing exchange: %v, want rejected with %s", err, condNotFound)
+	}
+	for q, want := range map[string]string{"to-q": "/queues/to-q", "to-x": "/exchanges/amq.direct/k"} {
+		rcv, err := sess.NewReceiver(ctx, "/queues/"+q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rcv.Receive(ctx, nil)
+		if err != nil || string(got.GetData()) != want {
+			t.Fatalf("queue %s: %v %q", q, err, got.GetData())
+		}
+		rcv.AcceptMessage(ctx, got)
+	}
+}
+
+// TestAMQP10CrossProtocol: the conversions of this slice. A 1.0 message
+// whose body is one data section reaches a 0-9-1 consumer as that data;
+// any other keeps its encoded sections, typed "amqp-1.0"; a 0-9-1 body
+// reaches a 1.0 consumer as one data section.
+func TestAMQP10CrossProtocol(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "x10", "x091")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/x10", true)
+	r.expect(amqp10.DescriptorFlow)
+	msgs := messages10()
+	r.transfer(0, 0, true, msgs["data"], 1000)
+	r.transfer(0, 1, true, msgs["amqp-value"], 1000)
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	waitEmptyOf(t, url, "x10", 2)
+	d, ok, err := ch.Get("x10", true)
+	if err != nil || !ok || string(d.Body) != "hello" || d.Type != "" {
+		t.Fatalf("data section to 0-9-1: %v %v %q type %q", ok, err, d.Body, d.Type)
+	}
+	d, ok, err = ch.Get("x10", true)
+	if err != nil || !ok || !bytes.Equal(d.Body, msgs["amqp-value"]) || d.Type != "amqp-1.0" {
+		t.Fatalf("amqp-value to 0-9-1: %v %v %x type %q", ok, err, d.Body, d.Type)
+	}
+	if err := ch.Publish("", "x091", false, false, amqp091Publishing("from 0-9-1")); err != nil {
+		t.Fatal(err)
+	}
+	r.attach(1, true, "/queues/x091", true)
+	r.flow(1, 0, 1, false)
+	got, _, _, _ := r.receive()
+	var pm amqp10.Message
+	if err := amqp10.ParseMessage(got, &pm); err != nil || len(pm.Sections) != 1 || pm.BodyKind != "data" {
+		t.Fatalf("0-9-1 to 1.0: %x is not one data section (%v)", got, err)
+	}
+	if v := pm.Sections[0].Value; string(got[v.Data:v.End]) != "from 0-9-1" {
+		t.Fatalf("0-9-1 to 1.0: data %q", got[v.Data:v.End])
+	}
 }

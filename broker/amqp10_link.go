@@ -49,6 +49,7 @@ type link10 struct {
 	exchange   string
 	key        string
 	useSubject bool // /exchanges/NAME: properties.subject is the key
+	anonymous  bool // a target without an address: properties.to is it
 	credit     uint32
 	count      uint32 // delivery-count (§2.6.7)
 	inDelivery bool
@@ -250,9 +251,15 @@ func parseAddress(a string) (exchange, key string, isQueue, ok bool) {
 // default exchange for a queue) must exist and be writable.
 func (l *link10) attachPublisher(b []byte, comp *amqp10.Composite) *error10 {
 	c := l.s.cn.c
+	if _, ok := comp.Field(6); !ok {
+		return err10(condInvalidField, "attach of a sender without a target")
+	}
 	addr, ok := terminusAddress(b, comp, 6)
 	if !ok {
-		return err10(condNotImplemented, "a target without an address is not supported yet")
+		// The anonymous terminus: each message's properties.to is its
+		// address, checked as it comes.
+		l.publishing, l.anonymous = true, true
+		return nil
 	}
 	x, key, isQueue, ok := parseAddress(addr)
 	if !ok {
@@ -740,8 +747,12 @@ func (l *link10) publish(b []byte) []byte {
 	}
 	msg.Header = buf[:len(buf):len(buf)]
 	msg.Body = append(buf[len(buf):], b[pm.BareStart:]...)
-	if l.useSubject {
-		msg.RoutingKey = l.subject(b)
+	if l.anonymous {
+		if e := l.addressTo(b, msg); e != nil {
+			return outcomeRejected(e)
+		}
+	} else if l.useSubject {
+		msg.RoutingKey = l.property(b, propertiesSubject)
 	}
 	msg.PublishedAt = latency.Now()
 	c.b.stats.published.Add(1)
@@ -771,9 +782,47 @@ func (l *link10) publish(b []byte) []byte {
 	return outcomeAccepted
 }
 
-// subject returns properties.subject (field 3), the routing key of a
-// message published to /exchanges/NAME.
-func (l *link10) subject(b []byte) string {
+// Properties section fields (§3.2.4).
+const (
+	propertiesTo      = 2
+	propertiesSubject = 3
+)
+
+// addressTo sets the exchange and routing key of a message sent to the
+// anonymous terminus from its properties.to, checked as an attach to that
+// address would be.
+func (l *link10) addressTo(b []byte, msg *queue.Message) *error10 {
+	c := l.s.cn.c
+	to := l.property(b, propertiesTo)
+	x, key, isQueue, ok := parseAddress(to)
+	if !ok {
+		return err10(condInvalidField, "properties.to '"+to+"' is not in RabbitMQ's address format v2")
+	}
+	if !isQueue {
+		v := c.vh
+		v.mu.RLock()
+		ex, found := v.exchanges[x]
+		v.mu.RUnlock()
+		if !found {
+			return err10(condNotFound, "no "+rsExchange(x, v.name))
+		}
+		if ex.internal || x == "amq.default" {
+			return err10(condUnauthorized, "cannot publish to "+rsExchange(x, v.name))
+		}
+		if key == "" {
+			key = l.property(b, propertiesSubject)
+		}
+	}
+	if e := c.check(permWrite, "exchange", x); e != nil {
+		return amqpErrorTo10(e)
+	}
+	msg.Exchange, msg.RoutingKey = x, key
+	return nil
+}
+
+// property returns a string field of the message's properties section
+// ("" when absent).
+func (l *link10) property(b []byte, i int) string {
 	pm := &l.msg
 	if pm.Properties < 0 {
 		return ""
@@ -782,7 +831,7 @@ func (l *link10) subject(b []byte) string {
 	if p.Set(b, pm.Sections[pm.Properties].Value) != nil {
 		return ""
 	}
-	s, _ := p.Bytes(b, 3)
+	s, _ := p.Bytes(b, i)
 	return string(s)
 }
 
