@@ -208,7 +208,7 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		return m.route(c.Arg)
 	case "help":
 		m.screen = screenHelp
-	case "save":
+	case "save", "save!":
 		if m.opt.ExportPcapng == nil {
 			m.setStatus("pcapng export is not available for this source", true)
 			return nil
@@ -219,7 +219,7 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		}
 		write := m.opt.ExportPcapng
 		m.setStatus("saving "+c.Arg+"…", false)
-		return exportCmd(c.Arg, m.exportUnits(true), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+		return exportCmd(c.Arg, c.Name == "save!", m.selectionNote(), ":save!", m.exportUnits(true), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
 	case "definitions":
 		if m.opt.ExportDefinitions == nil {
 			m.setStatus("definitions: this source is not the broker", true)
@@ -233,7 +233,7 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		}
 		m.setStatus("writing definitions to "+path+"…", false)
 		return definitionsCmd(path, m.opt.ExportDefinitions)
-	case "export":
+	case "export", "export!":
 		if c.Arg == "" {
 			m.setStatus("export: want a file name (:export FILE.json)", true)
 			return nil
@@ -243,7 +243,18 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 			write = writeJSON
 		}
 		m.setStatus("exporting "+c.Arg+"…", false)
-		return exportCmd(c.Arg, m.exportUnits(false), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+		return exportCmd(c.Arg, c.Name == "export!", "", ":export!", m.exportUnits(false), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
 	}
 	return nil
+}
+
+// selectionNote says what a capture saved from a filtered view leaves out:
+// only the matching frames are in it, so a message's other frames (a
+// publish's content header and body, say) are not, and reading the file
+// back may warn of incomplete messages.
+func (m *Model) selectionNote() string {
+	if m.flt.match == nil {
+		return ""
+	}
+	return "only the frames the filter matches: their messages' other frames are left out, so reading the file back may warn of incomplete messages"
 }

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -39,6 +41,7 @@ type (
 		path string
 		n    int
 		what string // written instead of units ("definitions"), if set
+		note string // what the file leaves out, said after it is written
 		err  error
 	}
 )
@@ -377,9 +380,18 @@ func (m *Model) exportUnits(containers bool) []*decode.Unit {
 	return units
 }
 
-func exportCmd(path string, units []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
+// exportCmd writes units to path; an existing file is replaced only when
+// overwrite is set (:save!, :export!). note is said with the result.
+func exportCmd(path string, overwrite bool, note, force string, units []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
 	return func() tea.Msg {
-		f, err := os.Create(path)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if !overwrite {
+			flags |= os.O_EXCL
+		}
+		f, err := os.OpenFile(path, flags, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return exportDoneMsg{path: path, err: errors.New("the file exists (" + force + " replaces it)")}
+		}
 		if err != nil {
 			return exportDoneMsg{path: path, err: err}
 		}
@@ -387,7 +399,7 @@ func exportCmd(path string, units []*decode.Unit, write func(w *os.File, units [
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		return exportDoneMsg{path: path, n: len(units), err: err}
+		return exportDoneMsg{path: path, n: len(units), note: note, err: err}
 	}
 }
 
@@ -400,7 +412,15 @@ func (m *Model) exportDone(msg exportDoneMsg) {
 		m.setStatus("wrote "+msg.what+" to "+msg.path, false)
 		return
 	}
-	m.setStatus("wrote "+strconv.Itoa(msg.n)+" units to "+msg.path, false)
+	s := "wrote " + strconv.Itoa(msg.n) + " unit"
+	if msg.n != 1 {
+		s += "s"
+	}
+	s += " to " + msg.path
+	if msg.note != "" {
+		s += " (" + msg.note + ")"
+	}
+	m.setStatus(s, false)
 }
 
 // definitionsCmd writes the broker's definitions to path.

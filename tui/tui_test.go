@@ -555,6 +555,27 @@ func TestCommandsExport(t *testing.T) {
 			t.Fatalf("pcapng export got %s", u.Type)
 		}
 	}
+	// A filtered view's file says what it leaves out.
+	d.contains("only the frames the filter matches")
+	// An existing file is not replaced without the bang.
+	os.WriteFile(ppath, []byte("keep me"), 0o644)
+	d.keys(":")
+	d.typeText("save " + ppath)
+	d.keys("enter")
+	d.contains("the file exists (:save! replaces it)")
+	if b, _ := os.ReadFile(ppath); string(b) != "keep me" {
+		t.Fatalf(":save replaced an existing file: %q", b)
+	}
+	d.keys(":")
+	d.typeText("w! " + ppath)
+	d.keys("enter")
+	if b, _ := os.ReadFile(ppath); string(b) != "pcapng" {
+		t.Fatalf(":w! did not replace the file: %q", b)
+	}
+	d.keys(":")
+	d.typeText("export " + jpath)
+	d.keys("enter")
+	d.contains("the file exists (:export! replaces it)")
 	d.keys(":")
 	d.typeText("frobnicate")
 	d.keys("enter")
