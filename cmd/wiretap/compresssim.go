@@ -70,7 +70,7 @@ which tshark and 'wiretap read' open.`,
 	cmd.Flags().IntVar(&messages, "messages", 0, "--write: messages per CompressedMessages (0: unbounded)")
 	cmd.Flags().BoolVar(&txFrame, "tx-frame", false, "--write: end the compression frame at each transaction end")
 	cmd.Flags().IntVar(&mss, "mss", 0, "--write: largest TCP payload per packet (default 1460); small values split messages across many segments")
-	f.register(cmd)
+	f.registerInput(cmd) // its output is its own table: no --format, --filter, --raw
 	return cmd
 }
 
@@ -98,8 +98,10 @@ func runCompressSim(path string, f *decodeFlags, writeTo string, mss int, wcfg c
 	pl.Finish()
 	ids, msgs := col.Conns()
 	if len(ids) == 0 {
-		fmt.Fprintln(os.Stderr, "wiretap: no PostgreSQL backend messages in", path)
-		return nil
+		if f.conn != 0 {
+			return inputErr(fmt.Errorf("no PostgreSQL backend messages in connection %d of %s (it has %s)", f.conn, path, plural(len(pl.Conns()), "connection")))
+		}
+		return inputErr(fmt.Errorf("no PostgreSQL backend messages in %s", path))
 	}
 	res, err := compsim.Simulate(msgs, compsim.StandardConfigs())
 	if err != nil {

@@ -39,20 +39,34 @@ type decodeFlags struct {
 
 func (f *decodeFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	f.changed = fs.Changed
 	fs.StringVar(&f.format, "format", "text", "output format: text, json or pqtrace")
 	fs.BoolVar(&f.raw, "raw", false, "add each unit's exact bytes (lowercase hex) to JSON")
 	fs.StringVar(&f.filter, "filter", "", "display filter, e.g. 'amqp.method == \"basic.publish\"'")
-	fs.IntVar(&f.conn, "conn", 0, "only connection `N` (numbered from 1 in order of first packet)")
-	fs.StringArrayVar(&f.decodeAs, "decode-as", nil, "decode `PORT=PROTO` (amqp0-9-1, amqp1.0, pgsql); repeatable")
 	fs.BoolVar(&f.showSecrets, "show-secrets", false, "show passwords and SASL exchanges instead of redacting them")
 	fs.BoolVar(&f.timestamps, "timestamps", false, "pqtrace: add libpq's timestamp column")
 	fs.BoolVar(&f.libpq15, "libpq15", false, "pqtrace: reproduce libpq 15's known mistakes (CopyData lines) byte for byte")
+	fs.IntVar(&f.maxRender, "max-render", output.DefaultMaxFieldBytes, "JSON: units longer than this many bytes are printed without their fields (fields_elided says so); -1: no limit")
+	f.registerInput(cmd)
+}
+
+// registerInput registers the flags that choose and bound what is decoded,
+// without those of the output: all that compress-sim, which prints its own
+// table, takes.
+func (f *decodeFlags) registerInput(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	f.changed = fs.Changed
+	if f.format == "" {
+		f.format = "text"
+	}
+	if f.maxRender == 0 {
+		f.maxRender = output.DefaultMaxFieldBytes
+	}
+	fs.IntVar(&f.conn, "conn", 0, "only connection `N` (numbered from 1 in order of first packet)")
+	fs.StringArrayVar(&f.decodeAs, "decode-as", nil, "decode `PORT=PROTO` (amqp0-9-1, amqp1.0, pgsql); repeatable")
 	fs.IntVar(&f.maxFrame, "max-frame", decode.DefaultMaxFrame, "largest frame or message accepted, in bytes")
 	fs.IntVar(&f.maxBuffered, "max-buffered", decode.DefaultMaxBuffered, "bytes buffered per direction while waiting for a unit")
 	fs.IntVar(&f.maxMessage, "max-message", decode.DefaultMaxMessage, "largest reassembled message kept, in bytes")
 	fs.IntVar(&f.maxDecompressed, "max-decompressed", decode.DefaultMaxDecompressed, "bytes one compressed PostgreSQL container may inflate to")
-	fs.IntVar(&f.maxRender, "max-render", output.DefaultMaxFieldBytes, "JSON: units longer than this many bytes are printed without their fields (fields_elided says so); -1: no limit")
 }
 
 func (f *decodeFlags) options() *decode.Options {

@@ -319,6 +319,9 @@ func TestExitStatus(t *testing.T) {
 		{"conn past the last", []string{"read", "--conn", "9", cut}, 0, "--conn 9: the input has 1 connection"},
 		{"pqtrace without postgres", []string{"read", "--format", "pqtrace", cut}, 0, "no PostgreSQL connection"},
 		{"replay without a terminal", []string{"replay", cut}, 2, "the terminal UI needs a terminal"},
+		{"compress-sim takes no output flags", []string{"compress-sim", "--format", "json", "../../testdata/pgsql-libpq.pcapng"}, 2, "unknown flag: --format"},
+		{"compress-sim on a connection that is not there", []string{"compress-sim", "--conn", "2", "../../testdata/pgsql-libpq.pcapng"}, 1, "no PostgreSQL backend messages in connection 2"},
+		{"compress-sim without postgres", []string{"compress-sim", cut}, 1, "no PostgreSQL backend messages in"},
 		{"replay with a bad filter", []string{"replay", "--filter", "amqp.methd == 1", cut}, 2, "--filter: unknown field \"amqp.methd\" at column 1; did you mean amqp.method?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
