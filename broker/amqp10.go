@@ -37,6 +37,7 @@ const (
 	condFramingError          = "amqp:connection:framing-error"
 	condConnectionForced      = "amqp:connection:forced"
 	condHandleInUse           = "amqp:session:handle-in-use"
+	condWindowViolation       = "amqp:session:window-violation"
 	condUnattachedHandle      = "amqp:session:unattached-handle"
 	condTransferLimit         = "amqp:link:transfer-limit-exceeded"
 	condMessageSizeExceeded   = "amqp:link:message-size-exceeded"
@@ -101,6 +102,15 @@ func (b *Broker) grant10() uint32 {
 		return b.credit10
 	}
 	return linkCredit
+}
+
+// window10 is the session incoming-window the broker announces:
+// sessionWindow unless a test set window10.
+func (b *Broker) window10() uint32 {
+	if b.window10n > 0 {
+		return b.window10n
+	}
+	return sessionWindow
 }
 
 // reader10 frames the bytes read from the socket. A frame is valid until

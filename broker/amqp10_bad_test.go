@@ -305,3 +305,101 @@ func waitEmptyOf(t *testing.T, url, queue string, n int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestAMQP10SessionWindowViolation(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	b.window10n = 3
+	declare10(t, url, "win")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/win", true)
+	r.expect(amqp10.DescriptorFlow) // the window re-announced: 3 from here
+	for i := range 4 {
+		r.transfer(0, uint32(i), true, messages10()["data"], 1000)
+	}
+	expectCondition(t, r, amqp10.DescriptorEnd, condWindowViolation)
+	waitEmptyOf(t, url, "win", 3)
+	stillServed(t, url)
+}
+
+// TestAMQP10IdleTimeOut: the broker sends empty frames within half the
+// client's idle-time-out, and closes a client silent for twice its own.
+func TestAMQP10IdleTimeOut(t *testing.T) {
+	_, url := startBroker(t, Config{Heartbeat: time.Second})
+	r := dialRaw10Header(t, url)
+	r.write([]byte(header10SASL))
+	r.header()
+	r.expect(amqp10.DescriptorSASLMechanisms)
+	r.writeFrame(amqp10.FrameTypeSASL, 0, amqp10.AppendComposite(nil, amqp10.DescriptorSASLInit,
+		amqp10.AppendSymbol(nil, "PLAIN"), amqp10.AppendBinary(nil, []byte("\x00guest\x00guest"))))
+	r.expect(amqp10.DescriptorSASLOutcome)
+	r.write([]byte(header10AMQP))
+	r.header()
+	r.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorOpen, amqp10.AppendString(nil, "idle"),
+		amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendUint(nil, 400)))
+	open := r.expect(amqp10.DescriptorOpen)
+	if ms, _ := open.Uint(r.last(), 4); ms != 1000 {
+		t.Fatalf("broker's idle-time-out %d ms, want 1000", ms)
+	}
+	// Empty frames arrive, then (the client silent) the close.
+	var f amqp10.Frame
+	start := time.Now()
+	empty := 0
+	for {
+		if err := r.rd.frame(&f); err != nil {
+			t.Fatalf("after %d empty frames: %v", empty, err)
+		}
+		if len(f.Body) == 0 {
+			empty++
+			continue
+		}
+		break
+	}
+	r.body = append([]byte(nil), f.Body...)
+	if err := amqp10.ScanComposite(r.body, 0, &r.comp); err != nil || r.comp.Descriptor != amqp10.DescriptorClose {
+		t.Fatalf("got 0x%x, want close (%v)", r.comp.Descriptor, err)
+	}
+	if cond, _ := r.condition(); cond != condResourceLimitExceeded {
+		t.Fatalf("close condition %q", cond)
+	}
+	if took := time.Since(start); empty < 2 || took < 1500*time.Millisecond {
+		t.Fatalf("%d empty frames and a close after %v; want empty frames every 200 ms and the close after 2 s", empty, took)
+	}
+}
+
+// TestAMQP10DrainAndQueueDeleted: drain sends what the queue has and then
+// uses up the rest of the credit; deleting the queue detaches its
+// consumer with amqp:resource-deleted.
+func TestAMQP10DrainAndQueueDeleted(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "dr")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/dr", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(0, 0, true, messages10()["data"], 1000)
+	r.transfer(0, 1, true, messages10()["data"], 1000)
+	waitEmptyOf(t, url, "dr", 2)
+	r.attach(1, true, "/queues/dr", true)
+	r.flow(1, 0, 5, true)
+	r.receive()
+	r.receive()
+	for {
+		if _, _, err := r.frame(); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := r.comp.Uint(r.last(), 4); r.comp.Descriptor == amqp10.DescriptorFlow && ok && h == 1 {
+			break
+		}
+	}
+	dc, _ := r.comp.Uint(r.last(), 5)
+	credit, _ := r.comp.Uint(r.last(), 6)
+	drain, _ := r.comp.Bool(r.last(), 8)
+	if dc != 5 || credit != 0 || !drain {
+		t.Fatalf("after drain: delivery-count %d credit %d drain %v, want 5 0 true", dc, credit, drain)
+	}
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	if _, err := ch.QueueDelete("dr", false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	expectCondition(t, r, amqp10.DescriptorDetach, condResourceDeleted)
+}

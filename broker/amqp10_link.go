@@ -26,8 +26,11 @@ type session10 struct {
 	links   map[uint32]*link10 // by the client's handle
 	ending  bool               // the broker sent end with an error
 
-	// nextIncomingID counts the transfers received (reader goroutine).
+	// nextIncomingID counts the transfers received, windowEdge is the
+	// transfer-id the broker's last announced incoming-window ends at
+	// (reader goroutine).
 	nextIncomingID uint32
+	windowEdge     uint32
 	// Under ch.mu: the transfers sent and what the client's
 	// incoming-window still allows (§2.5.6).
 	nextOutgoingID       uint32
@@ -85,6 +88,7 @@ func (cn *conn10) begin(num uint16, b []byte, comp *amqp10.Composite) error {
 	next, _ := comp.Uint(b, 1)
 	win, _ := comp.Uint(b, 2)
 	s.nextIncomingID = uint32(next)
+	s.windowEdge = s.nextIncomingID + cn.c.b.window10()
 	s.remoteIncomingWindow = uint32(win)
 	c := cn.c
 	s.ch = &channel{c: c, id: num, consumers: make(map[string]*consumer)}
@@ -94,7 +98,7 @@ func (cn *conn10) begin(num uint16, b []byte, comp *amqp10.Composite) error {
 	c.mu.Unlock()
 	cn.send10(num, amqp10.AppendComposite(nil, amqp10.DescriptorBegin,
 		amqp10.AppendUshort(nil, num), amqp10.AppendUint(nil, 1),
-		amqp10.AppendUint(nil, sessionWindow), amqp10.AppendUint(nil, sessionWindow),
+		amqp10.AppendUint(nil, c.b.window10()), amqp10.AppendUint(nil, sessionWindow),
 		amqp10.AppendUint(nil, maxLinksPerSession-1)))
 	return nil
 }
@@ -420,10 +424,12 @@ func (s *session10) detach(b []byte, comp *amqp10.Composite) error {
 	return nil
 }
 
-// appendSessionFlow appends the session fields of a flow (§2.7.4) (ch.mu
-// held).
+// appendSessionFlow appends the session fields of a flow (§2.7.4),
+// announcing the incoming-window afresh (reader goroutine, ch.mu held).
 func (s *session10) appendSessionFlow(fields [][]byte) [][]byte {
-	return append(fields, amqp10.AppendUint(nil, s.nextIncomingID), amqp10.AppendUint(nil, sessionWindow),
+	w := s.cn.c.b.window10()
+	s.windowEdge = s.nextIncomingID + w
+	return append(fields, amqp10.AppendUint(nil, s.nextIncomingID), amqp10.AppendUint(nil, w),
 		amqp10.AppendUint(nil, s.nextOutgoingID), amqp10.AppendUint(nil, sessionWindow))
 }
 
@@ -600,6 +606,9 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 // one delivery are assembled (at most the broker's max message size),
 // then the message is routed and, unless settled, its outcome sent.
 func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) error {
+	if int32(s.nextIncomingID-s.windowEdge) >= 0 {
+		return &sessionError{err10(condWindowViolation, "transfer beyond the session's incoming-window")}
+	}
 	s.nextIncomingID++
 	var t amqp10.Transfer
 	if err := t.Decode(b, comp); err != nil {

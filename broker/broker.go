@@ -100,7 +100,10 @@ type Broker struct {
 	// credit10 is the link credit AMQP 1.0 publishers are granted (0:
 	// linkCredit; tests lower it).
 	credit10 uint32
-	started  time.Time
+	// window10n is the session incoming-window AMQP 1.0 sessions are
+	// announced (0: sessionWindow; tests lower it).
+	window10n uint32
+	started   time.Time
 
 	mu        sync.Mutex
 	vhosts    map[string]*vhost
