@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -219,4 +220,21 @@ func TestTUIStartFilter(t *testing.T) {
 			t.Errorf("row %d does not match the filter: %s", r.no, r.text)
 		}
 	}
+}
+
+// TestTUISourceWarnings: a capture cut short says so in the TUI, as read
+// says it on stderr: on the status line, and listed in the statistics.
+func TestTUISourceWarnings(t *testing.T) {
+	whole, err := os.ReadFile(testdata("amqp091-pika.pcapng"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.pcapng")
+	if err := os.WriteFile(cut, whole[:len(whole)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startTUI(t, nil, "replay", cut)
+	s.waitFor("the warning on the status line", func(sc string) bool { return strings.Contains(sc, "capture: 1 warning, the first:") })
+	s.keys("S")
+	s.waitFor("the statistics' source warnings", func(sc string) bool { return strings.Contains(sc, "Source warnings") })
 }

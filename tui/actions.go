@@ -94,6 +94,9 @@ func (m *Model) openStats() tea.Cmd {
 	m.stats.SetComputing(true)
 	units, conns, width := m.st.Snapshot(), m.st.Conns(), stats.ChartWidth(m.w-2)
 	notes := m.connNotes()
+	if m.opt.Warnings != nil {
+		m.stats.SetWarnings(m.opt.Warnings())
+	}
 	src := m.opt.Broker
 	return func() tea.Msg {
 		msg := statsMsg{store.StatsOf(units, width), conns[:len(conns):len(conns)], notes, nil}

@@ -61,6 +61,10 @@ type Options struct {
 	// that connection (--conn) from when it appears; 0 shows all.
 	Filter string
 	Conn   int
+	// Warnings, if set, returns what the source reported without
+	// stopping (a capture cut short, a limit reached), as `read` prints
+	// them on stderr; the statistics view lists them.
+	Warnings func() []string
 
 	// KeyMap and Styles override the defaults.
 	KeyMap *keys.KeyMap

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/tui"
 )
 
 func init() { extraCommands = append(extraCommands, newReplayCmd) }
@@ -36,11 +40,31 @@ Press ? in the TUI for every key.`,
 			defer stop()
 			decodeAs, _ := f.decodeAsMap()
 			var prog fileProgress
+			var warns atomic.Pointer[[]string]
 			src := func(ctx context.Context, h capture.Handler) error {
-				_, err := capture.ReadFile(path, h, &capture.Options{Progress: prog.set})
-				return err
+				st, err := capture.ReadFile(path, h, &capture.Options{Progress: prog.set})
+				if st == nil || (len(st.Warnings) == 0 && st.MoreWarnings == 0) {
+					return err
+				}
+				w := append([]string(nil), st.Warnings...)
+				if st.MoreWarnings > 0 {
+					w = append(w, strconv.Itoa(st.MoreWarnings)+" more warnings")
+				}
+				warns.Store(&w)
+				// The status line says so when the file is read, as read
+				// says it on stderr; the statistics view lists them.
+				// (A file cut short is among the warnings.)
+				return errors.New("capture: " + plural(len(w), "warning") + ", the first: " + w[0] + " (S: the statistics list them)")
 			}
-			return runTUI(ctx, &f, path, false, decodeAs, src, prog.get)
+			sources := func(o *tui.Options) {
+				o.Warnings = func() []string {
+					if w := warns.Load(); w != nil {
+						return *w
+					}
+					return nil
+				}
+			}
+			return runTUI(ctx, &f, path, false, decodeAs, src, prog.get, sources)
 		},
 	}
 	f.register(cmd)

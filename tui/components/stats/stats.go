@@ -31,6 +31,7 @@ type Model struct {
 	conns     []*decode.Conn
 	notes     []Note
 	brokerLat []BrokerLatency
+	warnings  []string
 	ended     bool
 	computing bool
 	lines     []string
@@ -86,6 +87,13 @@ func (m *Model) SetBrokerLatency(ls []BrokerLatency) {
 	m.render()
 }
 
+// SetWarnings shows the source's warnings (a capture cut short, a limit
+// reached): what `read` prints on stderr.
+func (m *Model) SetWarnings(ws []string) {
+	m.warnings = ws
+	m.render()
+}
+
 // SetComputing shows that new numbers are on their way.
 func (m *Model) SetComputing(on bool) {
 	m.computing = on
@@ -131,6 +139,13 @@ func (m *Model) render() {
 	add(sy.HelpSection.Render("Traffic"),
 		"  "+strconv.Itoa(st.Units)+" units, "+connlist.Bytes(st.Bytes)+" over "+st.Span.Round(time.Millisecond).String(), "")
 
+	if len(m.warnings) > 0 {
+		add(sy.HelpSection.Render("Source warnings"))
+		for _, w := range m.warnings {
+			add("  " + sy.Warning.Render(sy.Sym.Warning) + " " + text.OneLine(w))
+		}
+		add("")
+	}
 	add(sy.HelpSection.Render("Units per type"))
 	add(sy.Header.Render(pad("  proto", 12) + pad("type", 26) + lpad("units", 10) + lpad("bytes", 12)))
 	// Every type: the view scrolls (j/k, pgup/pgdn).

@@ -90,3 +90,19 @@ func TestEveryTypeReachable(t *testing.T) {
 		t.Fatal("the 60th type is never shown")
 	}
 }
+
+func TestSourceWarnings(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(120, 60)
+	m.SetStats(store.Stats{}, nil)
+	if strings.Contains(ansi.Strip(m.View()), "Source warnings") {
+		t.Fatal("a warnings section without warnings")
+	}
+	m.SetWarnings([]string{"capture: cut short after 3 packets", "ip: 4096 incomplete datagrams held"})
+	v := ansi.Strip(m.View())
+	for _, want := range []string{"Source warnings", "cut short after 3 packets", "4096 incomplete datagrams"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+}
