@@ -37,6 +37,14 @@ packets to a pcapng file as they are captured.`,
 			if err := f.check(); err != nil {
 				return err
 			}
+			switch engine {
+			case live.EngineAuto, "auto", live.EngineDumpcap, live.EngineAFPacket:
+			default:
+				return usageErr("capture: --engine %q: want auto, dumpcap or afpacket", engine)
+			}
+			if engine == "auto" {
+				engine = live.EngineAuto
+			}
 			src := func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error {
 				_, err := live.Run(ctx, &live.Config{
 					Interface: iface, Filter: bpf, Engine: engine,

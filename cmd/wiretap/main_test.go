@@ -322,6 +322,7 @@ func TestExitStatus(t *testing.T) {
 		{"compress-sim takes no output flags", []string{"compress-sim", "--format", "json", "../../testdata/pgsql-libpq.pcapng"}, 2, "unknown flag: --format"},
 		{"compress-sim on a connection that is not there", []string{"compress-sim", "--conn", "2", "../../testdata/pgsql-libpq.pcapng"}, 1, "no PostgreSQL backend messages in connection 2"},
 		{"compress-sim without postgres", []string{"compress-sim", cut}, 1, "no PostgreSQL backend messages in"},
+		{"capture with a bad engine", []string{"capture", "-i", "lo", "--engine", "bogus", "--headless"}, 2, "--engine \"bogus\": want auto, dumpcap or afpacket"},
 		{"replay with a bad filter", []string{"replay", "--filter", "amqp.methd == 1", cut}, 2, "--filter: unknown field \"amqp.methd\" at column 1; did you mean amqp.method?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
