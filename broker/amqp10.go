@@ -221,6 +221,7 @@ func (c *conn) run10(hdr [8]byte) error {
 	cn.rd = reader10{r: tapReader{c}, nc: c.nc, max: cn.maxFrame, buf: make([]byte, 8<<10)}
 	cn.rd.end = copy(cn.rd.buf, c.fr.Pending())
 	c.fr = nil
+	c.amqp10.Store(true)
 	c.setState(stateStarting)
 	defer func() {
 		if cn.stopIdle != nil {
@@ -462,6 +463,9 @@ func (cn *conn10) open(b []byte, comp *amqp10.Composite) error {
 	if err := c.b.users.CheckVHostAccess(c.user, name); err != nil {
 		return err10(condUnauthorized, authError(err, 530).text)
 	}
+	// What the state view shows: the frame size the broker writes with,
+	// the channel-max it announced, its idle-time-out in seconds.
+	c.frameMax, c.channelMax, c.heartbeat = cn.peerMaxFrame, c.b.channelMax, uint16(ourIdle/1000)
 	if !c.b.addConn(c) {
 		return err10(condResourceLimitExceeded, "connection limit reached")
 	}

@@ -565,3 +565,27 @@ func TestAMQP10CrossProtocol(t *testing.T) {
 		t.Fatalf("0-9-1 to 1.0: data %q", got[v.Data:v.End])
 	}
 }
+
+// TestAMQP10StateView: the broker's state view lists an AMQP 1.0
+// connection as such, and its receiver link as a consumer of its queue.
+func TestAMQP10StateView(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	declare10(t, url, "sv")
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, true, "/queues/sv", false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var proto []string
+		for _, c := range b.Connections() {
+			proto = append(proto, c.Protocol)
+		}
+		cons := b.Consumers()
+		if len(proto) == 1 && proto[0] == "AMQP 1.0" && len(cons) == 1 && cons[0].Queue == "sv" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connections %q, consumers %+v", proto, cons)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -571,7 +571,11 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 		ch.unackedLive++
 		cons.unacked++
 	}
-	l.credit--
+	// hasCredit saw credit; a flow may have taken it away since, and the
+	// one message already picked still goes.
+	if l.credit > 0 {
+		l.credit--
+	}
 	l.count++
 	var parts [3][]byte
 	m := e.Msg

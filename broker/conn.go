@@ -86,6 +86,10 @@ type conn struct {
 	// negotiates it.
 	hb atomic.Uint32
 
+	// amqp10 says the client speaks AMQP 1.0 (set before the connection
+	// is in the broker's list, read by the state view).
+	amqp10 atomic.Bool
+
 	recvOct, sendOct atomic.Uint64
 	recvCnt, sendCnt atomic.Uint64
 }
@@ -139,6 +143,15 @@ func addrPort(a net.Addr) netip.AddrPort {
 	}
 	ap, _ := netip.ParseAddrPort(a.String())
 	return ap
+}
+
+// protocol names the connection's protocol as RabbitMQ's management API
+// does.
+func (c *conn) protocol() string {
+	if c.amqp10.Load() {
+		return "AMQP 1.0"
+	}
+	return "AMQP 0-9-1"
 }
 
 func (c *conn) state() string { return c.stateName.Load().(string) }

@@ -88,7 +88,7 @@ func (b *Broker) Connections() []state.Connection {
 		n := len(c.channels)
 		c.mu.Unlock()
 		sc := state.Connection{
-			Name: c.name, Peer: c.peer, Local: c.local, Protocol: "AMQP 0-9-1", User: c.user,
+			Name: c.name, Peer: c.peer, Local: c.local, Protocol: c.protocol(), User: c.user,
 			State: c.state(), Channels: n, ChannelMax: c.channelMax, FrameMax: c.frameMax, Heartbeat: c.heartbeat,
 			AuthMechanism: c.mechanism, ClientProperties: tableMap(c.clientProps), ConnectedAt: c.since,
 			RecvOct: c.recvOct.Load(), SendOct: c.sendOct.Load(), RecvCnt: c.recvCnt.Load(), SendCnt: c.sendCnt.Load(),
