@@ -35,7 +35,9 @@ type Proxy struct {
 	Routes []Route
 	// Handler receives the bytes; calls are made one at a time.
 	Handler capture.Handler
-	// Log, when set, receives one line per failed connection.
+	// Log, when set, receives one line when each listener is ready, one
+	// per client accepted and connected upstream, and one per failure
+	// (upstream dial, TLS handshake, a reset from either end).
 	Log func(msg string)
 	// DialTimeout bounds the dial to the upstream (default 10s).
 	DialTimeout time.Duration
@@ -146,6 +148,11 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 		return true
 	}
 	for i, ln := range listeners {
+		tlsNote := ""
+		if p.Routes[i].TLSCert != "" {
+			tlsNote = " (TLS toward clients)"
+		}
+		p.logf("proxy: listening on %s -> %s%s", ln.Addr(), p.Routes[i].Upstream, tlsNote)
 		wg.Go(func() {
 			<-ctx.Done()
 			ln.Close()
@@ -220,6 +227,7 @@ func (p *Proxy) handle(ctx context.Context, r Route, client net.Conn, track func
 		return
 	}
 	defer track(up, false)
+	p.logf("proxy: %s: client %s connected to upstream %s", r.Listen, client.RemoteAddr(), up.RemoteAddr())
 
 	f := p.dec.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
 	var wg sync.WaitGroup
