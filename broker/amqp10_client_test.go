@@ -3,8 +3,10 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"hash/crc32"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
 	"github.com/wiretap-dev/wiretap/decode/amqp10"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
@@ -587,5 +590,99 @@ func TestAMQP10StateView(t *testing.T) {
 			t.Fatalf("connections %q, consumers %+v", proto, cons)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// declareDirect declares a queue in b's default vhost without a client.
+func declareDirect(t testing.TB, b *Broker, name string) {
+	t.Helper()
+	v := b.vhost("/")
+	if _, _, _, e := v.declareQueue(&conn{admin: true, vh: v, b: b}, &amqp091.QueueDeclare{Queue: []byte(name)}); e != nil {
+		t.Fatal(e)
+	}
+}
+
+// TestAMQP10OverTLS: AMQPS, go-amqp over TLS to the same listener kind as
+// 0-9-1's AMQPS, the protocol header read after the handshake.
+func TestAMQP10OverTLS(t *testing.T) {
+	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	b, err := New(Config{TLS: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	declareDirect(t, b, "tls")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	done := make(chan struct{})
+	go func() { b.Serve(ctx, tls.NewListener(l, cfg)); close(done) }()
+	defer func() { cancel(); <-done; b.Close() }()
+	c, err := goamqp.Dial(ctx, "amqps://"+l.Addr().String(), &goamqp.ConnOptions{
+		SASLType: goamqp.SASLTypePlain("guest", "guest"), TLSConfig: &tls.Config{InsecureSkipVerify: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sess, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := sess.NewSender(ctx, "/queues/tls", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Send(ctx, goamqp.NewMessage([]byte("over tls")), nil); err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := sess.NewReceiver(ctx, "/queues/tls", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := rcv.Receive(ctx, nil)
+	if err != nil || string(m.GetData()) != "over tls" {
+		t.Fatalf("receive over TLS: %v %q", err, m.GetData())
+	}
+	conns := b.Connections()
+	if len(conns) != 1 || !conns[0].TLS || conns[0].Protocol != "AMQP 1.0" {
+		t.Fatalf("connections %+v: want one AMQP 1.0 over TLS", conns)
+	}
+}
+
+// TestAMQP10HeaderTTLAndPriority: the header's ttl expires a message in
+// its queue; its priority orders a priority queue.
+func TestAMQP10HeaderTTLAndPriority(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	declareDirect(t, b, "ttl")
+	v := b.vhost("/")
+	args := amqp091.Table(nil).Append("x-max-priority", amqp091.Int32Value(5))
+	if _, _, _, e := v.declareQueue(&conn{admin: true, vh: v, b: b}, &amqp091.QueueDeclare{Queue: []byte("prio"), Arguments: args}); e != nil {
+		t.Fatal(e)
+	}
+	r := dialRaw10(t, url, 4096)
+	body := messages10()["data"]
+	hdr := func(fields ...[]byte) []byte {
+		return append(amqp10.AppendComposite(nil, amqp10.DescriptorHeader, fields...), body...)
+	}
+	null := amqp10.AppendNull(nil)
+	r.attach(0, false, "/queues/ttl", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(0, 0, true, hdr(null, null, amqp10.AppendUint(nil, 1)), 1000)
+	r.attach(1, false, "/queues/prio", true)
+	r.expect(amqp10.DescriptorFlow)
+	low, high := hdr(null, amqp10.AppendUbyte(nil, 1)), hdr(null, amqp10.AppendUbyte(nil, 4))
+	r.transfer(1, 1, true, low, 1000)
+	r.transfer(1, 2, true, high, 1000)
+	waitEmptyOf(t, url, "prio", 2)
+	time.Sleep(50 * time.Millisecond)
+	waitEmptyOf(t, url, "ttl", 0)
+	r.attach(2, true, "/queues/prio", true)
+	r.flow(2, 0, 2, false)
+	if got, _, _, _ := r.receive(); !bytes.Equal(got, high) {
+		t.Fatal("the priority 4 message did not come first")
+	}
+	if got, _, _, _ := r.receive(); !bytes.Equal(got, low) {
+		t.Fatal("the priority 1 message did not come second")
 	}
 }
