@@ -114,8 +114,20 @@ func TestAMQP10AddressErrors(t *testing.T) {
 	expectCondition(t, r, amqp10.DescriptorDetach, condNotFound)
 	r.attach(2, true, "/queues/missing", false)
 	expectCondition(t, r, amqp10.DescriptorDetach, condNotFound)
-	r.attach(3, false, "/queue/exists", false)
+	r.attach(3, false, "exists", false)
 	expectCondition(t, r, amqp10.DescriptorDetach, condInvalidField)
+	// The v1 forms RabbitMQ 4 still takes, deprecated.
+	r.attach(5, false, "/queue/exists", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(5, 0, true, messages10()["data"], 1000)
+	r.attach(6, false, "/exchange/amq.fanout", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.transfer(6, 1, true, messages10()["data"], 1000)
+	r.attach(7, false, "/topic/k", true)
+	r.expect(amqp10.DescriptorFlow)
+	r.attach(8, true, "/amq/queue/exists", true)
+	r.flow(8, 0, 1, false)
+	r.receive()
 
 	// An exchange target: routed with its key; unroutable is released.
 	r.attach(4, false, "/exchanges/amq.direct/nowhere", false)

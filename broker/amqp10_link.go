@@ -222,6 +222,38 @@ func terminusAddress(b []byte, comp *amqp10.Composite, i int) (string, bool) {
 	return string(a), ok
 }
 
+// parseAddressV1 reads the address forms RabbitMQ 3.x accepted, which
+// RabbitMQ 4 still takes with a deprecation warning: /queue/NAME and
+// /amq/queue/NAME (a queue; unlike 3.x the broker does not declare it),
+// /exchange/NAME/KEY, /exchange/NAME and /topic/KEY (amq.topic). Names
+// are not percent-encoded in them.
+func parseAddressV1(a string) (exchange, key string, isQueue, ok bool) {
+	switch {
+	case strings.HasPrefix(a, "/amq/queue/") && len(a) > len("/amq/queue/"):
+		return "", a[len("/amq/queue/"):], true, true
+	case strings.HasPrefix(a, "/queue/") && len(a) > len("/queue/"):
+		return "", a[len("/queue/"):], true, true
+	case strings.HasPrefix(a, "/exchange/"):
+		x, k, _ := strings.Cut(a[len("/exchange/"):], "/")
+		return x, k, false, x != ""
+	case strings.HasPrefix(a, "/topic/"):
+		return "amq.topic", a[len("/topic/"):], false, true
+	}
+	return "", "", false, false
+}
+
+// resolveAddress reads a v2 address, else a v1 one, logging that the v1
+// form is deprecated as RabbitMQ 4 does.
+func (l *link10) resolveAddress(a string) (exchange, key string, isQueue, ok bool) {
+	if exchange, key, isQueue, ok = parseAddress(a); ok {
+		return
+	}
+	if exchange, key, isQueue, ok = parseAddressV1(a); ok {
+		l.s.cn.c.logf("link '", l.name, "': address '", a, "' is in the deprecated address format v1; use v2 (/queues/NAME, /exchanges/NAME/KEY)")
+	}
+	return
+}
+
 // parseAddress reads a RabbitMQ 4 address (v2): /queues/NAME,
 // /exchanges/NAME/KEY or /exchanges/NAME, names percent-encoded.
 func parseAddress(a string) (exchange, key string, isQueue, ok bool) {
@@ -265,7 +297,7 @@ func (l *link10) attachPublisher(b []byte, comp *amqp10.Composite) *error10 {
 		l.publishing, l.anonymous = true, true
 		return nil
 	}
-	x, key, isQueue, ok := parseAddress(addr)
+	x, key, isQueue, ok := l.resolveAddress(addr)
 	if !ok {
 		return err10(condInvalidField, "address '"+addr+"' is not in RabbitMQ's address format v2 (/queues/NAME, /exchanges/NAME/KEY, /exchanges/NAME)")
 	}
@@ -308,7 +340,7 @@ func (l *link10) attachConsumer(b []byte, comp *amqp10.Composite, sndMode uint64
 	if !ok {
 		return err10(condInvalidField, "a source needs an address")
 	}
-	_, name, isQueue, ok := parseAddress(addr)
+	_, name, isQueue, ok := l.resolveAddress(addr)
 	if !ok || !isQueue {
 		return err10(condInvalidField, "source address '"+addr+"' is not /queues/NAME")
 	}
