@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/big"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	goamqp "github.com/Azure/go-amqp"
+	amqp091go "github.com/rabbitmq/amqp091-go"
 
 	"github.com/wiretap-dev/wiretap/broker/auth"
 	"github.com/wiretap-dev/wiretap/capture"
@@ -537,42 +539,78 @@ func TestAMQP10AnonymousTerminus(t *testing.T) {
 	}
 }
 
-// TestAMQP10CrossProtocol: the conversions of this slice. A 1.0 message
-// whose body is one data section reaches a 0-9-1 consumer as that data;
-// any other keeps its encoded sections, typed "amqp-1.0"; a 0-9-1 body
-// reaches a 1.0 consumer as one data section.
+// TestAMQP10CrossProtocol: a message published over one protocol and
+// consumed over the other is converted as RabbitMQ 4 converts it
+// (amqp10_convert.go has the table).
 func TestAMQP10CrossProtocol(t *testing.T) {
 	_, url := startBroker(t, Config{})
 	declare10(t, url, "x10", "x091")
 	r := dialRaw10(t, url, 4096)
 	r.attach(0, false, "/queues/x10", true)
 	r.expect(amqp10.DescriptorFlow)
-	msgs := messages10()
-	r.transfer(0, 0, true, msgs["data"], 1000)
-	r.transfer(0, 1, true, msgs["amqp-value"], 1000)
+	uuid := [16]byte{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8}
+	null := amqp10.AppendNull(nil)
+	full := bytes.Join([][]byte{
+		amqp10.AppendComposite(nil, amqp10.DescriptorHeader, amqp10.AppendBool(nil, true), amqp10.AppendUbyte(nil, 3), amqp10.AppendUint(nil, 60000)),
+		amqp10.AppendDescribed(nil, amqp10.DescriptorMessageAnnotations, amqp10.AppendMap(nil, amqp10.AppendSymbol(nil, "x-opt-test"), amqp10.AppendString(nil, "v"))),
+		amqp10.AppendComposite(nil, amqp10.DescriptorProperties, amqp10.AppendString(nil, "id-1"), null, null, null,
+			amqp10.AppendString(nil, "rq"), amqp10.AppendUUID(nil, uuid), amqp10.AppendSymbol(nil, "text/plain"), null, null,
+			amqp10.AppendTimestamp(nil, 1700000000123), amqp10.AppendString(nil, "app")),
+		amqp10.AppendDescribed(nil, amqp10.DescriptorApplicationProperties, amqp10.AppendMap(nil,
+			amqp10.AppendString(nil, "k"), amqp10.AppendBool(nil, true), amqp10.AppendString(nil, "n"), amqp10.AppendLong(nil, 5),
+			amqp10.AppendString(nil, "s"), amqp10.AppendString(nil, "str"))),
+		amqp10.AppendDescribed(nil, amqp10.DescriptorData, amqp10.AppendBinary(nil, []byte("ab"))),
+		amqp10.AppendDescribed(nil, amqp10.DescriptorData, amqp10.AppendBinary(nil, []byte("cd"))),
+	}, nil)
+	value := amqp10.AppendDescribed(nil, amqp10.DescriptorAMQPValue, amqp10.AppendString(nil, "a value"))
+	r.transfer(0, 0, true, full, 1000)
+	r.transfer(0, 1, true, value, 1000)
 	conn, ch := dial(t, url)
 	defer conn.Close()
 	waitEmptyOf(t, url, "x10", 2)
 	d, ok, err := ch.Get("x10", true)
-	if err != nil || !ok || string(d.Body) != "hello" || d.Type != "" {
-		t.Fatalf("data section to 0-9-1: %v %v %q type %q", ok, err, d.Body, d.Type)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	got := fmt.Sprintf("%s|%d|%d|%s|%s|%s|%s|%s|%s|%d|%s|%v", d.Body, d.DeliveryMode, d.Priority, d.Expiration, d.MessageId,
+		d.CorrelationId, d.ReplyTo, d.ContentType, d.AppId, d.Timestamp.Unix(), d.Type, d.Headers)
+	want := "abcd|2|3|60000|id-1|urn:uuid:12345678-9abc-def0-0102-030405060708|rq|text/plain|app|1700000000||map[k:true n:5 s:str x-opt-test:v]"
+	if got != want {
+		t.Errorf("1.0 to 0-9-1:\n got %s\nwant %s", got, want)
 	}
 	d, ok, err = ch.Get("x10", true)
-	if err != nil || !ok || !bytes.Equal(d.Body, msgs["amqp-value"]) || d.Type != "amqp-1.0" {
+	if err != nil || !ok || !bytes.Equal(d.Body, value) || d.Type != "amqp-1.0" {
 		t.Fatalf("amqp-value to 0-9-1: %v %v %x type %q", ok, err, d.Body, d.Type)
 	}
-	if err := ch.Publish("", "x091", false, false, amqp091Publishing("from 0-9-1")); err != nil {
+
+	ts := time.Unix(1700000000, 0)
+	if err := ch.Publish("", "x091", false, false, amqp091go.Publishing{
+		DeliveryMode: 2, Priority: 4, Expiration: "5000", MessageId: "m1", CorrelationId: "urn:uuid:12345678-9abc-def0-0102-030405060708",
+		ReplyTo: "rq", ContentType: "text/plain", Timestamp: ts, AppId: "app", Type: "t",
+		Headers: amqp091go.Table{"x-h": "xv", "h": int32(7)}, Body: []byte("from 0-9-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Publish("", "x091", false, false, amqp091go.Publishing{Type: "amqp-1.0", Body: value}); err != nil {
 		t.Fatal(err)
 	}
 	r.attach(1, true, "/queues/x091", true)
-	r.flow(1, 0, 1, false)
-	got, _, _, _ := r.receive()
-	var pm amqp10.Message
-	if err := amqp10.ParseMessage(got, &pm); err != nil || len(pm.Sections) != 1 || pm.BodyKind != "data" {
-		t.Fatalf("0-9-1 to 1.0: %x is not one data section (%v)", got, err)
+	r.flow(1, 0, 2, false)
+	raw, _, _, _ := r.receive()
+	var m goamqp.Message
+	if err := m.UnmarshalBinary(raw); err != nil {
+		t.Fatalf("0-9-1 to 1.0: %v (%x)", err, raw)
 	}
-	if v := pm.Sections[0].Value; string(got[v.Data:v.End]) != "from 0-9-1" {
-		t.Fatalf("0-9-1 to 1.0: data %q", got[v.Data:v.End])
+	p := m.Properties
+	if m.Header == nil || !m.Header.Durable || m.Header.Priority != 4 || m.Header.TTL != 5*time.Second || p == nil ||
+		p.MessageID != "m1" || p.CorrelationID != goamqp.UUID(uuid) || *p.ReplyTo != "rq" || *p.ContentType != "text/plain" ||
+		!p.CreationTime.Equal(ts) || *p.GroupID != "app" || m.Annotations["x-h"] != "xv" || m.Annotations["x-basic-type"] != "t" ||
+		m.ApplicationProperties["h"] != int32(7) || string(m.GetData()) != "from 0-9-1" {
+		t.Errorf("0-9-1 to 1.0: header %+v properties %+v annotations %v application-properties %v data %q",
+			m.Header, p, m.Annotations, m.ApplicationProperties, m.GetData())
+	}
+	raw, _, _, _ = r.receive()
+	if !bytes.Equal(raw, value) {
+		t.Errorf("0-9-1 typed amqp-1.0 to 1.0: %x, want the sections it held, %x", raw, value)
 	}
 }
 

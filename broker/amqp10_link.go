@@ -617,12 +617,8 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 			parts[0] = redeliveryHeader(m.Header, e.Failures)
 		}
 	} else {
-		// A 0-9-1 message: its body as one data section; its properties
-		// are not converted yet.
-		var sec [8]byte
-		sec[0], sec[1], sec[2], sec[3] = 0x00, byte(amqp10.CodeSmallUlong), byte(amqp10.DescriptorData), byte(amqp10.CodeVbin32)
-		sec[4], sec[5], sec[6], sec[7] = byte(len(m.Body)>>24), byte(len(m.Body)>>16), byte(len(m.Body)>>8), byte(len(m.Body))
-		parts[0], parts[1] = sec[:], m.Body
+		// A 0-9-1 message, converted as RabbitMQ 4 converts it.
+		parts[0] = from091(m)
 	}
 	c := s.cn.c
 	c.wmu.Lock()
@@ -943,30 +939,10 @@ func (s *session10) disposition(b []byte, comp *amqp10.Composite) error {
 }
 
 // appendContent10 writes an AMQP 1.0 message to a 0-9-1 consumer (or
-// basic.get): a bare message of exactly one data section (with or without
-// properties and application-properties) becomes that data as the body;
-// any other keeps its encoded sections (bare message and footer) as the
-// body, with the type property "amqp-1.0" saying so. Properties are not
-// converted yet.
+// basic.get), converted as RabbitMQ 4 converts it (see to091).
 func appendContent10(dst []byte, channel uint16, m *queue.Message, frameMax uint32) []byte {
-	body := m.Body
-	typ := []byte("amqp-1.0")
-	var pm amqp10.Message
-	if amqp10.ParseMessage(m.Body, &pm) == nil && pm.BodyKind == "data" && pm.BodySections == 1 && pm.Footer < 0 {
-		for _, sec := range pm.Sections {
-			if sec.Descriptor == amqp10.DescriptorData {
-				v := sec.Value
-				body = m.Body[v.Data:v.End]
-				typ = nil
-			}
-		}
-	}
-	h := amqp091.ContentHeader{ClassID: amqp091.ClassBasic, BodySize: uint64(len(body))}
-	if typ != nil {
-		h.Properties.Flags = amqp091.FlagType
-		h.Properties.Type = typ
-	}
-	dst = amqp091.AppendFrame(dst, amqp091.FrameHeader, channel, h.AppendTo(nil))
+	header, body := to091(m)
+	dst = amqp091.AppendFrame(dst, amqp091.FrameHeader, channel, header)
 	return amqp091.AppendBodyFrames(dst, channel, body, int(frameMax))
 }
 

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	amqp091go "github.com/rabbitmq/amqp091-go"
 	"net"
 	"strings"
 	"testing"
@@ -249,8 +248,4 @@ func (r *raw10) next() uint64 {
 			return r.comp.Descriptor
 		}
 	}
-}
-
-func amqp091Publishing(body string) amqp091go.Publishing {
-	return amqp091go.Publishing{Body: []byte(body)}
 }
