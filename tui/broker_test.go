@@ -184,7 +184,7 @@ func TestBrokerJumpToQueue(t *testing.T) {
 		t.Fatalf("types shown: %v (want its declares and the publishes to it)", types)
 	}
 	all := 0
-	for _, u := range d.m.st.Snapshot() {
+	for _, u := range d.m.st.Snapshot().All() {
 		if strings.Contains(u.Summary, "queue=orders") || strings.Contains(u.Summary, "routing-key=orders") {
 			all++
 		}

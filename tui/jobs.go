@@ -227,7 +227,7 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 	f.progress = new(atomic.Int64)
 	units := m.st.Snapshot()
 	var within []int32
-	f.total = int64(len(units))
+	f.total = int64(units.Len())
 	if m.connSel >= 0 {
 		within = m.st.ConnUnits(m.connSel)
 		f.total = int64(len(within))
@@ -237,11 +237,11 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 		progress.Store(int64(from))
 		return func() tea.Msg {
 			rows, err := store.ScanAll(ctx, units, from, match, progress)
-			return filterDoneMsg{gen: gen, from: from, upto: int32(len(units)), rows: rows, err: err}
+			return filterDoneMsg{gen: gen, from: from, upto: int32(units.Len()), rows: rows, err: err}
 		}
 	}
 	if limit > 0 {
-		units = units[:min(len(units), int(from)+firstScreenUnits)]
+		units = units.Head(int(from) + firstScreenUnits)
 	}
 	return func() tea.Msg {
 		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, progress)
@@ -285,7 +285,7 @@ func (m *Model) catchUp() tea.Cmd {
 	}
 	for i := f.upto; i < n; i++ {
 		u := m.st.Unit(i)
-		if (conn == nil || u.Conn == conn) && f.match(u) {
+		if (conn == nil || u.Conn == conn) && f.match(m.st.Load(i)) {
 			f.rows = append(f.rows, i)
 		}
 	}
@@ -345,7 +345,7 @@ func (m *Model) findDone(msg findDoneMsg) {
 // exportUnits returns what an export writes: the filter's result, else
 // the chosen connection, else everything. For pcapng, units nested in a
 // container are replaced by the container, whose bytes carry them.
-func (m *Model) exportUnits(containers bool) []*decode.Unit {
+func (m *Model) exportUnits(containers bool) func() []*decode.Unit {
 	var ixs []int32
 	switch {
 	case m.flt.match != nil:
@@ -373,16 +373,20 @@ func (m *Model) exportUnits(containers bool) []*decode.Unit {
 		slices.Sort(out)
 		ixs = out
 	}
-	units := make([]*decode.Unit, len(ixs))
-	for i, ix := range ixs {
-		units[i] = m.st.Unit(ix)
+	// The bytes are read back (when spilled) by the export's goroutine.
+	view := m.st.Snapshot()
+	return func() []*decode.Unit {
+		units := make([]*decode.Unit, len(ixs))
+		for i, ix := range ixs {
+			units[i] = view.Load(ix)
+		}
+		return units
 	}
-	return units
 }
 
 // exportCmd writes units to path; an existing file is replaced only when
 // overwrite is set (:save!, :export!). note is said with the result.
-func exportCmd(path string, overwrite bool, note, force string, units []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
+func exportCmd(path string, overwrite bool, note, force string, units func() []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
 	return func() tea.Msg {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if !overwrite {
@@ -395,11 +399,12 @@ func exportCmd(path string, overwrite bool, note, force string, units []*decode.
 		if err != nil {
 			return exportDoneMsg{path: path, err: err}
 		}
-		err = write(f, units)
+		us := units()
+		err = write(f, us)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		return exportDoneMsg{path: path, n: len(units), note: note, err: err}
+		return exportDoneMsg{path: path, n: len(us), note: note, err: err}
 	}
 }
 

@@ -138,6 +138,13 @@ func (m *Model) titleBar() string {
 		parts = append(parts, text.OneLine(m.opt.Title))
 	}
 	parts = append(parts, group(m.st.Len())+" units")
+	if used, budget := m.st.Memory(); budget > 0 {
+		mem := "mem " + connlist.Bytes(used) + "/" + connlist.Bytes(budget)
+		if _, err := m.st.Spilled(); err != nil {
+			mem += " (" + err.Error() + ")"
+		}
+		parts = append(parts, mem)
+	}
 	switch {
 	case !m.done && m.opt.Progress != nil:
 		done, total := m.opt.Progress()

@@ -108,6 +108,7 @@ func New(opt Options) Model {
 		lang = DefaultLang()
 	}
 	st := store.New()
+	st.SetBudget(opt.Memory)
 	m := Model{
 		opt: opt, st: st, km: km, sty: sty, lang: lang,
 		conns:   connlist.New(st, km, sty),
@@ -200,7 +201,7 @@ func (m *Model) sync() tea.Cmd {
 		m.shown = sel
 		var u *decode.Unit
 		if sel >= 0 {
-			u = m.st.Unit(sel)
+			u = m.st.Load(sel) // with its bytes, however many are spilled later
 		}
 		m.detail.SetUnit(u)
 		if u != nil {

@@ -61,6 +61,10 @@ type Options struct {
 	// that connection (--conn) from when it appears; 0 shows all.
 	Filter string
 	Conn   int
+	// Memory bounds the unit store (the index and the units' bytes held
+	// in memory; the oldest units' bytes go to a temporary spill file
+	// past it); 0: no bound. The title shows the memory in use.
+	Memory int64
 	// Warnings, if set, returns what the source reported without
 	// stopping (a capture cut short, a limit reached), as `read` prints
 	// them on stderr; the statistics view lists them.
@@ -102,6 +106,7 @@ func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Mode
 	model.pace = &pacer{now: time.Now}
 	p := tea.NewProgram(model, append(opts, extra...)...)
 	m, err := p.Run()
+	model.st.Close()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return m, nil
 	}

@@ -34,7 +34,7 @@ func (d *driver) selected() *decode.Unit {
 // firstOf returns the first stored unit satisfying ok.
 func (d *driver) firstOf(ok func(u *decode.Unit) bool) *decode.Unit {
 	d.t.Helper()
-	for _, u := range d.m.st.Snapshot() {
+	for _, u := range d.m.st.Snapshot().All() {
 		if ok(u) {
 			return u
 		}
@@ -222,7 +222,7 @@ func TestAnswerJumps(t *testing.T) {
 		// pairing has state to get wrong.
 		var req *decode.Unit
 		k := 0
-		for _, u := range st.Snapshot() {
+		for _, u := range st.Snapshot().All() {
 			if u.Type == c.req && k < 10 {
 				req = u
 				k++
@@ -254,7 +254,7 @@ func TestAnswerJumps(t *testing.T) {
 func publishSeq(st *store.Store, pub *decode.Unit) uint64 {
 	var seq uint64
 	on := false
-	for _, u := range st.Snapshot() {
+	for _, u := range st.Snapshot().All() {
 		if u.Conn != pub.Conn || u.Channel != pub.Channel {
 			continue
 		}

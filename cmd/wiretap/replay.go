@@ -19,17 +19,25 @@ func init() { extraCommands = append(extraCommands, newReplayCmd) }
 
 func newReplayCmd() *cobra.Command {
 	var f decodeFlags
+	var memory string
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Browse a pcap or pcapng file in the terminal UI",
 		Long: `replay opens a capture file in the TUI. Units stream in while the file is
 read, so the first screen appears at once even for a large capture.
+--memory bounds the units held in memory: past it the oldest units'
+bytes are written to a temporary file (removed at exit) and read back
+when shown, filtered or exported; the title shows the memory in use.
 Press ? in the TUI for every key.`,
 		Example: "  wiretap replay testdata/amqp091-pika.pcapng",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
+			}
+			budget, err := parseSize(memory)
+			if err != nil || budget < 0 {
+				return usageErr("--memory %s: want a size such as 512MiB, 2GiB or 0 for no bound", memory)
 			}
 			path := args[0]
 			// Refuse what is not a capture before the screen changes.
@@ -57,6 +65,7 @@ Press ? in the TUI for every key.`,
 				return errors.New("capture: " + plural(len(w), "warning") + ", the first: " + w[0] + " (S: the statistics list them)")
 			}
 			sources := func(o *tui.Options) {
+				o.Memory = budget
 				o.Warnings = func() []string {
 					if w := warns.Load(); w != nil {
 						return *w
@@ -68,5 +77,6 @@ Press ? in the TUI for every key.`,
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&memory, "memory", "512MiB", "memory for the units (KiB, MiB, GiB; 0: no bound): past it the oldest units' bytes go to a temporary spill file and are read back when shown, filtered or exported")
 	return cmd
 }

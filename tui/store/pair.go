@@ -175,7 +175,7 @@ func (s *Store) pairAMQP091(st *pairState, ix int32, u *decode.Unit) {
 		if len(q) == 0 {
 			return
 		}
-		fs := u.Fields()
+		fs := s.fields(ix)
 		tag, ok := FieldUint(fs, "deliverytag")
 		if !ok {
 			return
@@ -198,11 +198,11 @@ func (s *Store) pairAMQP091(st *pairState, ix int32, u *decode.Unit) {
 func (s *Store) pairAMQP10(st *pairState, ix int32, u *decode.Unit) {
 	switch u.Type {
 	case "transfer":
-		if id, ok := FieldUint(u.Fields(), "deliveryid"); ok {
+		if id, ok := FieldUint(s.fields(ix), "deliveryid"); ok {
 			st.xfer[uint64(u.Dir)<<32|id&0xffffffff] = ix
 		}
 	case "disposition":
-		fs := u.Fields()
+		fs := s.fields(ix)
 		first, ok := FieldUint(fs, "first")
 		if !ok {
 			return

@@ -16,30 +16,39 @@ import (
 // before the rest is scanned). It is meant for a background goroutine: it
 // stops with ctx.Err() when ctx is cancelled, and stores how many units it
 // has looked at in progress as it goes.
-func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
+func Scan(ctx context.Context, units View, within []int32, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
 	var out []int32
 	const every = 4096
 	if within == nil {
-		for i := int(from); i < len(units); i++ {
+		stop, err := int32(-1), error(nil)
+		units.Range(int(from), units.Len(), func(i int32, u *decode.Unit) bool {
 			if i%every == 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, from, err
+				if err = ctx.Err(); err != nil {
+					return false
 				}
 				if progress != nil {
 					progress.Store(int64(i))
 				}
 			}
-			if match(units[i]) {
-				out = append(out, int32(i))
+			if match(u) {
+				out = append(out, i)
 				if len(out) == limit {
-					return out, int32(i + 1), nil
+					stop = i + 1
+					return false
 				}
 			}
+			return true
+		})
+		if err != nil {
+			return nil, from, err
 		}
-		return out, int32(len(units)), nil
+		if stop >= 0 {
+			return out, stop, nil
+		}
+		return out, int32(units.Len()), nil
 	}
 	for n, i := range within {
-		if i < from || int(i) >= len(units) {
+		if i < from || int(i) >= units.Len() {
 			continue
 		}
 		if n%every == 0 {
@@ -50,20 +59,20 @@ func Scan(ctx context.Context, units []*decode.Unit, within []int32, from int32,
 				progress.Store(int64(n))
 			}
 		}
-		if match(units[i]) {
+		if match(units.Load(i)) {
 			out = append(out, i)
 			if len(out) == limit {
 				return out, i + 1, nil
 			}
 		}
 	}
-	return out, int32(len(units)), nil
+	return out, int32(units.Len()), nil
 }
 
 // ScanAll is Scan without a limit over units [from, len(units)), split
 // across the available processors; progress counts units looked at.
-func ScanAll(ctx context.Context, units []*decode.Unit, from int32, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, error) {
-	n := len(units) - int(from)
+func ScanAll(ctx context.Context, units View, from int32, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, error) {
+	n := units.Len() - int(from)
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/(1<<16)))
 	if workers <= 1 {
 		rows, _, err := Scan(ctx, units, nil, from, 0, match, progress)
@@ -75,23 +84,24 @@ func ScanAll(ctx context.Context, units []*decode.Unit, from int32, match func(*
 	per := (n + workers - 1) / workers
 	for w := range workers {
 		lo := int(from) + w*per
-		hi := min(lo+per, len(units))
+		hi := min(lo+per, units.Len())
 		wg.Go(func() {
 			var out []int32
-			for i := lo; i < hi; i++ {
-				if (i-lo)%4096 == 0 && i > lo {
+			units.Range(lo, hi, func(i int32, u *decode.Unit) bool {
+				if (int(i)-lo)%4096 == 0 && int(i) > lo {
 					if err := ctx.Err(); err != nil {
 						errs[w] = err
-						return
+						return false
 					}
 					if progress != nil {
 						progress.Add(4096)
 					}
 				}
-				if match(units[i]) {
-					out = append(out, int32(i))
+				if match(u) {
+					out = append(out, i)
 				}
-			}
+				return true
+			})
 			parts[w] = out
 		})
 	}
@@ -113,7 +123,7 @@ func ScanAll(ctx context.Context, units []*decode.Unit, from int32, match func(*
 // Find returns the first position p in rows, starting at start and moving
 // by step (+1 or -1) with wrap-around, whose unit satisfies match, or -1.
 // It honours ctx like Scan.
-func Find(ctx context.Context, units []*decode.Unit, rows []int32, start, step int, match func(*decode.Unit) bool) (int, error) {
+func Find(ctx context.Context, units View, rows []int32, start, step int, match func(*decode.Unit) bool) (int, error) {
 	n := len(rows)
 	if n == 0 {
 		return -1, nil
@@ -126,7 +136,7 @@ func Find(ctx context.Context, units []*decode.Unit, rows []int32, start, step i
 				return -1, err
 			}
 		}
-		if int(rows[p]) < len(units) && match(units[rows[p]]) {
+		if int(rows[p]) < units.Len() && match(units.Load(rows[p])) {
 			return p, nil
 		}
 	}

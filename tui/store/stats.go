@@ -2,8 +2,6 @@ package store
 
 import (
 	"slices"
-
-	"github.com/wiretap-dev/wiretap/decode"
 	"sort"
 	"time"
 )
@@ -44,10 +42,11 @@ type Stats struct {
 
 // StatsOf computes the statistics of units (a Snapshot) with a store of
 // its own, so that a background goroutine can do it while the UI's store
-// grows.
-func StatsOf(units []*decode.Unit, buckets int) Stats {
+// grows; pairing reads spilled bytes through the view.
+func StatsOf(units View, buckets int) Stats {
 	s := New()
-	s.Append(units)
+	s.src = &units
+	s.Append(units.units)
 	return s.Stats(buckets)
 }
 

@@ -25,6 +25,10 @@ type Store struct {
 	problem int                      // units with warnings or an error
 
 	pair pairing
+	mem  memory
+	// src, for a store StatsOf builds over a View, is where the units'
+	// bytes are read (they may be spilled by the store the view is of).
+	src *View
 }
 
 // New returns an empty store.
@@ -77,7 +81,19 @@ func (s *Store) Append(batch []*decode.Unit) {
 				delete(s.pending, u)
 			}
 		}
+		if s.mem.budget > 0 {
+			s.account(u)
+		}
 	}
+	s.evict()
+}
+
+// fields returns unit i's field tree, its bytes read back if spilled.
+func (s *Store) fields(i int32) []*decode.Field {
+	if s.src != nil {
+		return s.src.Load(i).Fields()
+	}
+	return s.Load(i).Fields()
 }
 
 // Counts are a connection's totals as the store has seen them. The TUI
@@ -127,12 +143,13 @@ func (s *Store) ConnCounts(c int) Counts { return s.counts[c] }
 // Len reports how many units the store holds.
 func (s *Store) Len() int { return len(s.units) }
 
-// Unit returns the unit at index i.
+// Unit returns the unit at index i as indexed: with a budget its Raw is
+// nil once spilled; [Store.Load] gives the bytes.
 func (s *Store) Unit(i int32) *decode.Unit { return s.units[i] }
 
-// Snapshot returns the units appended so far. The slice is never written
-// again, so background goroutines may read it while the store grows.
-func (s *Store) Snapshot() []*decode.Unit { return s.units[:len(s.units):len(s.units)] }
+// Snapshot returns a view of the units appended so far, for background
+// goroutines to read while the store grows and spills.
+func (s *Store) Snapshot() View { return View{s: s, units: s.units[:len(s.units):len(s.units)]} }
 
 // Top returns the indices of units that no container carried, in order.
 // The caller must not modify it.

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/filter"
+	"github.com/wiretap-dev/wiretap/tui/internal/fake"
+)
+
+// bulky returns n units of one connection whose bytes (4 KiB each, every
+// byte telling its unit apart) are most of what they cost.
+func bulky(n int) []*decode.Unit {
+	c := &decode.Conn{ID: 1, Proto: decode.ProtoPgSQL}
+	out := make([]*decode.Unit, n)
+	for i := range out {
+		raw := bytes.Repeat([]byte{byte(i), byte(i >> 8), byte(i >> 16), 0xa5}, 1024)
+		out[i] = &decode.Unit{N: i + 1, Conn: c, Dir: decode.Dir(i & 1), Type: "DataRow", Summary: "DataRow " + strconv.Itoa(i), Raw: raw, Len: len(raw)}
+	}
+	return out
+}
+
+func rawOf(units []*decode.Unit) [][]byte {
+	out := make([][]byte, len(units))
+	for i, u := range units {
+		out[i] = slices.Clone(u.Raw)
+	}
+	return out
+}
+
+// TestBudgetBoundsAccountedMemory: with units whose bytes far exceed the
+// budget, what the store accounts stays within it after every batch, the
+// oldest units are the ones spilled, and the accounting adds up.
+func TestBudgetBoundsAccountedMemory(t *testing.T) {
+	const budget = 2 << 20
+	units := bulky(4000) // 16 MiB of bytes
+	s := New()
+	s.SetBudget(budget)
+	defer s.Close()
+	for i := 0; i < len(units); i += 37 {
+		s.Append(units[i:min(i+37, len(units))])
+		used, b := s.Memory()
+		if b != budget || used > budget {
+			t.Fatalf("after %d units: %d bytes accounted, budget %d", s.Len(), used, b)
+		}
+	}
+	n, err := s.Spilled()
+	if err != nil || n < len(units)*3/4 {
+		t.Fatalf("%d of %d units spilled (%v)", n, len(units), err)
+	}
+	var resident int64
+	for i, u := range units {
+		if (i < n) != (u.Raw == nil) {
+			t.Fatalf("unit %d: resident %v, %d spilled", i, u.Raw != nil, n)
+		}
+		resident += int64(len(u.Raw))
+	}
+	if used, _ := s.Memory(); used != s.mem.index+resident {
+		t.Fatalf("accounted %d, index %d + resident %d", used, s.mem.index, resident)
+	}
+}
+
+// TestSpilledUnitsComeBackIdentical: every way of reading a unit's bytes
+// (Load, a View's Load and Range) gives the bytes it arrived with, spilled
+// or not, and a loaded copy keeps them while more is spilled.
+func TestSpilledUnitsComeBackIdentical(t *testing.T) {
+	units := bulky(3000)
+	want := rawOf(units)
+	s := New()
+	s.SetBudget(1 << 20)
+	defer s.Close()
+	s.Append(units[:1000])
+	early := s.Load(10)
+	s.Append(units[1000:])
+	if n, _ := s.Spilled(); n < 2000 {
+		t.Fatalf("only %d spilled", n)
+	}
+	if !bytes.Equal(early.Raw, want[10]) {
+		t.Fatal("a loaded copy changed when its unit was spilled")
+	}
+	v := s.Snapshot()
+	for i := range units {
+		ix := int32(i)
+		if got := s.Load(ix); !bytes.Equal(got.Raw, want[i]) || got.N != units[i].N {
+			t.Fatalf("Load(%d): %d bytes, #%d", i, len(got.Raw), got.N)
+		}
+		if got := v.Load(ix); !bytes.Equal(got.Raw, want[i]) {
+			t.Fatalf("View.Load(%d): %d bytes", i, len(got.Raw))
+		}
+	}
+	seen := 0
+	v.Range(5, len(units), func(i int32, u *decode.Unit) bool {
+		if int(i) != 5+seen || !bytes.Equal(u.Raw, want[i]) {
+			t.Fatalf("Range at %d (call %d): %d bytes", i, seen, len(u.Raw))
+		}
+		seen++
+		return true
+	})
+	if seen != len(units)-5 {
+		t.Fatalf("Range saw %d units", seen)
+	}
+}
+
+// budgeted returns a store over a fresh copy of the fake capture (the
+// generator is deterministic) with the given budget.
+func budgeted(t *testing.T, n int, budget int64) (*Store, []*decode.Unit) {
+	units := fake.Generate(n, 7)
+	s := New()
+	s.SetBudget(budget)
+	t.Cleanup(func() { s.Close() })
+	for i := 0; i < len(units); i += 500 {
+		s.Append(units[i:min(i+500, len(units))])
+	}
+	return s, units
+}
+
+// TestSpilledFiltersPairsAndStats: filters on fields (which need the
+// bytes), searches, answers and statistics give over spilled units what
+// they give with everything in memory.
+func TestSpilledFiltersPairsAndStats(t *testing.T) {
+	const n = 20000
+	ref, refUnits := budgeted(t, n, 0)
+	var index, raw int64
+	for _, u := range refUnits {
+		index += indexCost + int64(len(u.Summary))
+		raw += int64(len(u.Raw))
+	}
+	// All spilled (the index alone is over the budget), and about half.
+	all, _ := budgeted(t, n, 1)
+	half, _ := budgeted(t, n, index+raw/2)
+	if k, _ := half.Spilled(); k > n*3/4 || k < n/4 {
+		t.Fatalf("%d of %d spilled with half the bytes in the budget", k, n)
+	}
+	exprs := []string{
+		`amqp.method.arguments.routing_key == "orders"`,
+		`amqp.method.arguments.delivery_tag > 10 && amqp.channel == 1`,
+		`pgsql.query contains "SELECT"`,
+		`pgsql.payload`,
+		`amqp.method == "basic.ack"`,
+	}
+	ctx := context.Background()
+	for name, s := range map[string]*Store{"all spilled": all, "half spilled": half} {
+		if k, err := s.Spilled(); err != nil || k == 0 || (name == "all spilled" && k != n) {
+			t.Fatalf("%s: %d spilled (%v)", name, k, err)
+		}
+		for _, e := range exprs {
+			f, err := filter.Compile(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ScanAll(ctx, ref.Snapshot(), 0, f.Match, nil)
+			if err != nil || len(want) == 0 {
+				t.Fatalf("%s: no rows to compare (%v)", e, err)
+			}
+			got, err := ScanAll(ctx, s.Snapshot(), 0, f.Match, nil)
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("%s, %s: %d rows, want %d", name, e, len(got), len(want))
+			}
+			// Scan within a connection reads unit by unit.
+			within := s.ConnUnits(0)
+			wantIn, _, _ := Scan(ctx, ref.Snapshot(), ref.ConnUnits(0), 0, 0, f.Match, nil)
+			gotIn, _, _ := Scan(ctx, s.Snapshot(), within, 0, 0, f.Match, nil)
+			if !slices.Equal(gotIn, wantIn) {
+				t.Fatalf("%s, %s within a connection: %d rows, want %d", name, e, len(gotIn), len(wantIn))
+			}
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(i)
+			}
+			wp, _ := Find(ctx, ref.Snapshot(), rows, n/2, 1, f.Match)
+			gp, _ := Find(ctx, s.Snapshot(), rows, n/2, 1, f.Match)
+			if wp != gp {
+				t.Fatalf("%s, %s: Find at %d, want %d", name, e, gp, wp)
+			}
+		}
+		pairs := 0
+		for i := range int32(n) {
+			if a := ref.Answer(i); a != s.Answer(i) {
+				t.Fatalf("%s: answer of %d is %d, want %d", name, i, s.Answer(i), a)
+			} else if a >= 0 {
+				pairs++
+			}
+		}
+		if pairs == 0 {
+			t.Fatal("nothing paired")
+		}
+		ws, gs := StatsOf(ref.Snapshot(), 80), StatsOf(s.Snapshot(), 80)
+		if ws.Overall != gs.Overall || ws.Units != gs.Units || !slices.Equal(ws.Types, gs.Types) {
+			t.Fatalf("%s: stats differ: %+v want %+v", name, gs.Overall, ws.Overall)
+		}
+	}
+}
+
+// TestSpillWhileScanning: a background scan over a snapshot sees every
+// unit's own bytes while the UI goroutine appends and spills (run with
+// -race, it also checks the locking).
+func TestSpillWhileScanning(t *testing.T) {
+	units := bulky(3000)
+	want := rawOf(units)
+	s := New()
+	s.SetBudget(1 << 20)
+	defer s.Close()
+	s.Append(units[:1500])
+	v := s.Snapshot()
+	done := make(chan string)
+	go func() {
+		bad := ""
+		for range 3 {
+			v.Range(0, v.Len(), func(i int32, u *decode.Unit) bool {
+				if !bytes.Equal(u.Raw, want[i]) {
+					bad = "unit " + strconv.Itoa(int(i)) + " has other bytes"
+					return false
+				}
+				return true
+			})
+		}
+		done <- bad
+	}()
+	for i := 1500; i < len(units); i += 10 {
+		s.Append(units[i : i+10])
+	}
+	if bad := <-done; bad != "" {
+		t.Fatal(bad)
+	}
+}
