@@ -80,7 +80,7 @@ func bench10Link(tb testing.TB) (*session10, *conn) {
 	c := newConn(b, server)
 	c.vh, c.admin = v, true
 	cn := &conn10{c: c, sessions: map[uint16]*session10{}, maxFrame: b.frameMax, peerMaxFrame: b.frameMax}
-	s := &session10{cn: cn, links: map[uint32]*link10{}, nextOutgoingID: 1}
+	s := &session10{cn: cn, links: map[uint32]*link10{}, nextOutgoingID: 1, windowEdge: 1 << 31}
 	s.ch = &channel{c: c, consumers: map[string]*consumer{}}
 	s.links[0] = &link10{s: s, publishing: true, key: "bench", credit: 1 << 30}
 	return s, c

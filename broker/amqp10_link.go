@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/binary"
 	"net/url"
 	"sort"
 	"strconv"
@@ -750,44 +751,7 @@ func (l *link10) publish(b []byte) []byte {
 		return outcomeRejected(err10(condDecodeError, "message: "+err.Error()))
 	}
 	pm := &l.msg
-	// The header and message-annotations are kept as they came; the
-	// delivery-annotations are for this hop only.
-	keep := 0
-	for i := range pm.Sections {
-		sec := &pm.Sections[i]
-		if sec.Value.Start >= pm.BareStart {
-			break
-		}
-		if sec.Descriptor != amqp10.DescriptorDeliveryAnnotations {
-			keep += sec.Value.Len()
-		}
-	}
-	buf := make([]byte, 0, keep+len(b)-pm.BareStart)
 	msg := &queue.Message{Format: queue.FormatAMQP10, Exchange: l.exchange, RoutingKey: l.key, Expiration: -1}
-	for i := range pm.Sections {
-		sec := &pm.Sections[i]
-		if sec.Value.Start >= pm.BareStart {
-			break
-		}
-		switch sec.Descriptor {
-		case amqp10.DescriptorDeliveryAnnotations:
-			continue
-		case amqp10.DescriptorHeader:
-			h := &l.header
-			if h.Set(b, sec.Value) == nil {
-				msg.Persistent, _ = h.Bool(b, headerDurable)
-				if p, ok := h.Uint(b, headerPriority); ok {
-					msg.Priority = uint8(min(p, 255))
-				}
-				if ttl, ok := h.Uint(b, headerTTL); ok {
-					msg.Expiration = int64(min(ttl, queue.MaxExpiry))
-				}
-			}
-		}
-		buf = append(buf, b[sec.Value.Start:sec.Value.End]...)
-	}
-	msg.Header = buf[:len(buf):len(buf)]
-	msg.Body = append(buf[len(buf):], b[pm.BareStart:]...)
 	if l.anonymous {
 		if e := l.addressTo(b, msg); e != nil {
 			return outcomeRejected(e)
@@ -795,6 +759,46 @@ func (l *link10) publish(b []byte) []byte {
 	} else if l.useSubject {
 		msg.RoutingKey = l.property(b, propertiesSubject)
 	}
+	// The header is kept as it came, and the message-annotations with
+	// x-exchange and x-routing-key set as RabbitMQ 4 sets them; the
+	// delivery-annotations are for this hop only.
+	var header, annotations *amqp10.Section
+	for i := range pm.Sections {
+		sec := &pm.Sections[i]
+		if sec.Value.Start >= pm.BareStart {
+			break
+		}
+		switch sec.Descriptor {
+		case amqp10.DescriptorHeader:
+			header = sec
+		case amqp10.DescriptorMessageAnnotations:
+			annotations = sec
+		}
+	}
+	size := len(b) - pm.BareStart + annotationsOverhead + len(msg.Exchange) + len(msg.RoutingKey)
+	if header != nil {
+		size += header.Value.Len()
+		h := &l.header
+		if h.Set(b, header.Value) == nil {
+			msg.Persistent, _ = h.Bool(b, headerDurable)
+			if p, ok := h.Uint(b, headerPriority); ok {
+				msg.Priority = uint8(min(p, 255))
+			}
+			if ttl, ok := h.Uint(b, headerTTL); ok {
+				msg.Expiration = int64(min(ttl, queue.MaxExpiry))
+			}
+		}
+	}
+	if annotations != nil {
+		size += annotations.Value.Len()
+	}
+	buf := make([]byte, 0, size)
+	if header != nil {
+		buf = append(buf, b[header.Value.Start:header.Value.End]...)
+	}
+	buf = appendAnnotations(buf, b, annotations, msg.Exchange, msg.RoutingKey)
+	msg.Header = buf[:len(buf):len(buf)]
+	msg.Body = append(buf[len(buf):], b[pm.BareStart:]...)
 	msg.PublishedAt = latency.Now()
 	c.b.stats.published.Add(1)
 	sc := &l.s.cn.scratch
@@ -982,4 +986,49 @@ func redeliveryHeader(stored []byte, failures uint32) []byte {
 	out := amqp10.AppendComposite(nil, amqp10.DescriptorHeader, fields[0], fields[1], fields[2],
 		amqp10.AppendBool(nil, false), amqp10.AppendUint(nil, uint32(count)))
 	return append(out, rest...)
+}
+
+// annotationsOverhead bounds what appendAnnotations adds to the client's
+// annotations, besides the exchange and routing key themselves.
+const annotationsOverhead = 3 + 9 + 2 + len("x-exchange") + 5 + 2 + len("x-routing-key") + 5
+
+// appendAnnotations appends the message-annotations section the broker
+// stores: the client's annotations (each entry's bytes as they came) but
+// x-exchange and x-routing-key, then those two as the broker routed the
+// message (utf8 strings, as RabbitMQ 4 writes them).
+func appendAnnotations(dst, b []byte, client *amqp10.Section, exchange, key string) []byte {
+	start := len(dst)
+	// A map32 header, made a map8 below when the map is small.
+	dst = append(dst, 0x00, byte(amqp10.CodeSmallUlong), byte(amqp10.DescriptorMessageAnnotations), byte(amqp10.CodeMap32), 0, 0, 0, 0, 0, 0, 0, 0)
+	items := len(dst)
+	count := 4
+	if client != nil {
+		it := mapItems(b, client.Value)
+		for it.Next() {
+			k := it.Value
+			if !it.Next() {
+				break
+			}
+			v := it.Value
+			if name, ok := k.Bytes(b); ok && (string(name) == "x-exchange" || string(name) == "x-routing-key") {
+				continue
+			}
+			dst = append(dst, b[k.Start:k.End]...)
+			dst = append(dst, b[v.Start:v.End]...)
+			count += 2
+		}
+	}
+	dst = amqp10.AppendSymbol(dst, "x-exchange")
+	dst = amqp10.AppendString(dst, exchange)
+	dst = amqp10.AppendSymbol(dst, "x-routing-key")
+	dst = amqp10.AppendString(dst, key)
+	n := len(dst) - items
+	if n+1 < 256 && count < 256 {
+		dst[start+3], dst[start+4], dst[start+5] = byte(amqp10.CodeMap8), byte(n+1), byte(count)
+		copy(dst[start+6:], dst[items:])
+		return dst[:start+6+n]
+	}
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(n+4))
+	binary.BigEndian.PutUint32(dst[start+8:], uint32(count))
+	return dst
 }

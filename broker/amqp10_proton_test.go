@@ -1,12 +1,12 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,9 +95,7 @@ func TestAMQP10Proton(t *testing.T) {
 	r.flow(0, 0, uint32(len(sent)), false)
 	for i, want := range sent {
 		msg, _, _, frames := r.receive()
-		if !bytes.Equal(msg, want) {
-			t.Errorf("message %d: %d bytes received differ from the %d Proton sent", i, len(msg), len(want))
-		}
+		checkDelivered(t, "proton message "+strconv.Itoa(i), msg, want, "", "py")
 		if len(want) > 4096 && frames < 2 {
 			t.Errorf("message %d: %d bytes in one frame", i, len(want))
 		}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"net"
 	"strings"
 	"testing"
@@ -247,5 +248,83 @@ func (r *raw10) next() uint64 {
 		if r.comp.Descriptor != amqp10.DescriptorFlow {
 			return r.comp.Descriptor
 		}
+	}
+}
+
+// delivered10 splits a message into what the broker must keep (its header
+// section and everything from the bare message on, as bytes) and its
+// message-annotations (each entry's key and value bytes); ok is false when
+// it has delivery-annotations or cannot be parsed.
+func delivered10(b []byte) (header, rest []byte, annotations []string, ok bool) {
+	var pm amqp10.Message
+	if amqp10.ParseMessage(b, &pm) != nil {
+		return nil, nil, nil, false
+	}
+	for _, sec := range pm.Sections {
+		if sec.Value.Start >= pm.BareStart {
+			break
+		}
+		switch sec.Descriptor {
+		case amqp10.DescriptorHeader:
+			header = b[sec.Value.Start:sec.Value.End]
+		case amqp10.DescriptorDeliveryAnnotations:
+			return nil, nil, nil, false
+		case amqp10.DescriptorMessageAnnotations:
+			it := mapItems(b, sec.Value)
+			for it.Next() {
+				annotations = append(annotations, string(b[it.Value.Start:it.Value.End]))
+			}
+		}
+	}
+	return header, b[pm.BareStart:], annotations, true
+}
+
+// checkDelivered checks that got is sent as the broker must deliver it:
+// the header and the bare message and footer byte for byte, the
+// delivery-annotations gone, the message-annotations the sender's (but
+// x-exchange and x-routing-key) followed by x-exchange and x-routing-key
+// as the broker routed it.
+func checkDelivered(t *testing.T, what string, got, sent []byte, exchange, key string) {
+	t.Helper()
+	gh, grest, gann, ok := delivered10(got)
+	if !ok {
+		t.Errorf("%s: delivered %x does not parse, or has delivery-annotations", what, head(got))
+		return
+	}
+	var pm amqp10.Message
+	if err := amqp10.ParseMessage(sent, &pm); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	var sh []byte
+	var want []string
+	for _, sec := range pm.Sections {
+		if sec.Value.Start >= pm.BareStart {
+			break
+		}
+		switch sec.Descriptor {
+		case amqp10.DescriptorHeader:
+			sh = sent[sec.Value.Start:sec.Value.End]
+		case amqp10.DescriptorMessageAnnotations:
+			it := mapItems(sent, sec.Value)
+			for it.Next() {
+				k := string(sent[it.Value.Start:it.Value.End])
+				it.Next()
+				if k == string(amqp10.AppendSymbol(nil, "x-exchange")) || k == string(amqp10.AppendSymbol(nil, "x-routing-key")) {
+					continue
+				}
+				want = append(want, k, string(sent[it.Value.Start:it.Value.End]))
+			}
+		}
+	}
+	want = append(want, string(amqp10.AppendSymbol(nil, "x-exchange")), string(amqp10.AppendString(nil, exchange)),
+		string(amqp10.AppendSymbol(nil, "x-routing-key")), string(amqp10.AppendString(nil, key)))
+	if !bytes.Equal(gh, sh) {
+		t.Errorf("%s: header %x, sent %x", what, gh, sh)
+	}
+	if !bytes.Equal(grest, sent[pm.BareStart:]) {
+		t.Errorf("%s: the %d bytes of bare message and footer received differ from the %d sent", what, len(grest), len(sent)-pm.BareStart)
+	}
+	if strings.Join(gann, "|") != strings.Join(want, "|") {
+		t.Errorf("%s: message-annotations %q, want %q", what, gann, want)
 	}
 }
