@@ -48,6 +48,10 @@ type Options struct {
 	// MaxDecompressed bounds the bytes one compressed container may inflate
 	// to (decompression-bomb guard).
 	MaxDecompressed int
+	// Budget, when set, is the memory budget every decoder charges its
+	// buffered and in-progress state against (--max-memory); each
+	// decoder opens one [Account] for its connection.
+	Budget *Budget
 	// PgCompression lets the PostgreSQL decoder know compression was
 	// negotiated out of band; normally it is detected from the stream.
 	PgCompression bool
