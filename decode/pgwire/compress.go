@@ -42,12 +42,21 @@ type compression struct {
 	produced int
 	started  []byte
 	kids     []*decode.Unit
+	kidCount int // messages the current container carried so far
 	innerErr string
 	// declared queues the type bytes containers declared and no
 	// decompressed message has matched yet: a container sent because the
 	// output buffer filled declares messages whose bytes come later.
 	declared []byte
 	mismatch string
+
+	// Memory budget holds: the decompression context (its window), the
+	// partial inner message, and the inner units held for the container.
+	ctxHold, partHold, kidsHold decode.Hold
+	// streamed says the current container was emitted before all its
+	// messages were inflated (too many to hold): they follow it as they
+	// are inflated.
+	streamed bool
 
 	// statistics for the connection report
 	containers int
@@ -67,6 +76,7 @@ type inflater interface {
 }
 
 func newInflater(alg byte, maxWindow int) (inflater, error) {
+	// maxWindow caps the zstd window (WithDecoderMaxWindow/MaxMemory).
 	switch alg {
 	case CompressionZstd:
 		return newZstdInflater(maxWindow), nil
@@ -84,11 +94,13 @@ func (c *compression) lose(why string) {
 	c.inf.close()
 	c.inf = nil
 	c.broken = why
+	c.ctxHold.Release()
 	c.dropInner()
 }
 
 func (c *compression) dropInner() {
 	c.asm.reset()
+	c.partHold.Release()
 	c.nextStart = c.asm.pos
 	c.declared = c.declared[:0]
 }
@@ -124,6 +136,7 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 		}
 		c.inf.close()
 		c.inf = nil
+		c.ctxHold.Release()
 		c.dropInner()
 	}
 	if c.inf == nil {
@@ -133,8 +146,16 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 			d.put(ds, u)
 			return
 		}
-		inf, err := newInflater(m.Algorithm, d.opt.MaxDecompressed)
+		if why := c.chargeContext(m.Algorithm, m.Data); why != "" {
+			u.SetErr(why)
+			c.errors++
+			c.broken = why
+			d.put(ds, u)
+			return
+		}
+		inf, err := newInflater(m.Algorithm, c.maxWindow())
 		if err != nil {
+			c.ctxHold.Release()
 			u.SetErr(err.Error())
 			c.errors++
 			d.put(ds, u)
@@ -147,12 +168,30 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 		c.dropInner()
 	}
 
-	c.cur, c.curT, c.produced, c.started, c.kids, c.innerErr = u, t, 0, c.started[:0], c.kids[:0], ""
+	if newFrame && c.inf != nil {
+		// A new frame within the context may ask for a larger window.
+		if why := c.chargeContext(m.Algorithm, m.Data); why != "" {
+			u.SetErr(why)
+			c.errors++
+			c.lose(why)
+			d.put(ds, u)
+			return
+		}
+	}
+
+	c.cur, c.curT, c.produced, c.started, c.kids, c.innerErr, c.streamed = u, t, 0, c.started[:0], c.kids[:0], "", false
+	c.kidCount = 0
 	if len(c.declared)+len(m.Types) > 1<<16 {
 		c.declared = c.declared[:0]
 	}
 	c.declared = append(c.declared, m.Types...)
+	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = true, true, true
 	err := c.inf.write(m.Data, c.output)
+	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = false, false, false
+	if c.streamed {
+		c.finishStreamed(u, err, pos)
+		return
+	}
 	switch {
 	case err == errLimit:
 		u.SetErr("pgsql: CompressedMessages inflates past " + strconv.Itoa(d.opt.MaxDecompressed) + " bytes (--max-decompressed): decompression stopped at offset " + strconv.FormatInt(pos, 10) + " (possible decompression bomb)")
@@ -175,14 +214,57 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 		u.Summary += "s"
 	}
 	d.put(ds, u)
-	for _, k := range c.kids {
-		d.dir[decode.DirB].units++
-		d.emit(k)
-	}
+	c.emitKids()
 	c.cur = nil
-	for i := range c.kids {
+}
+
+// emitKids emits the inner units held for the current container and
+// gives their charge back.
+func (c *compression) emitKids() {
+	for i, k := range c.kids {
+		c.dec.dir[decode.DirB].units++
+		c.dec.emit(k)
 		c.kids[i] = nil
 	}
+	c.kids = c.kids[:0]
+	c.kidsHold.Release()
+}
+
+// stream emits the current container before its messages are all
+// inflated, then the messages held so far; the rest follow as they come.
+// The container says so instead of counting them; the end of the
+// container is marked by a warning only when something went wrong after
+// it was emitted.
+func (c *compression) stream(why string) {
+	u := c.cur
+	u.Summary += ", inflating: its messages follow it as they are inflated (" + why + ")"
+	u.Warn("pgsql: CompressedMessages not held until its messages are all inflated (" + why + "); the connection's compression report counts them")
+	c.streamed = true
+	c.dec.put(&c.dec.dir[decode.DirB], u)
+	c.emitKids()
+}
+
+// finishStreamed ends a container that was emitted before its end.
+func (c *compression) finishStreamed(u *decode.Unit, err error, pos int64) {
+	d := c.dec
+	c.inflated += int64(c.produced)
+	if err != nil {
+		msg := c.innerErr
+		switch {
+		case err == errLimit:
+			msg = "pgsql: CompressedMessages inflates past " + strconv.Itoa(d.opt.MaxDecompressed) + " bytes (--max-decompressed): decompression stopped at offset " + strconv.FormatInt(pos, 10) + " (possible decompression bomb)"
+		case msg == "":
+			msg = "pgsql: corrupt " + AlgorithmName(c.alg) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error()
+		}
+		c.errors++
+		c.lose(msg)
+		d.warning(decode.DirB, "CompressedMessages ends in error after "+strconv.Itoa(c.kidCount)+" messages", msg+" (after "+strconv.Itoa(c.kidCount)+" of its messages)")
+	}
+	if c.mismatch != "" {
+		d.warning(decode.DirB, "CompressedMessages: declared message types disagree", c.mismatch)
+		c.mismatch = ""
+	}
+	c.cur = nil
 }
 
 // noteStart records the type byte of a message starting at decompressed
@@ -223,11 +305,12 @@ type assembler struct {
 	hdr   [HeaderLen]byte
 	nh    int    // header bytes gathered (no body buffer yet)
 	part  []byte // message being gathered, cap = its size
+	skip  int64  // bytes left of a message the budget dropped
 }
 
 func (a *assembler) buffered() int { return a.nh + len(a.part) }
 
-func (a *assembler) reset() { a.nh, a.part = 0, nil }
+func (a *assembler) reset() { a.nh, a.part, a.skip = 0, nil, 0 }
 
 // header validates a message header found in the decompressed stream.
 func (c *compression) header(b []byte, pos int64) (int, error) {
@@ -246,8 +329,24 @@ func (c *compression) kid(raw []byte, pos int64, own bool) {
 	if NeverCompressed(raw[0]) {
 		k.Warn("pgsql: " + k.Type + " arrived compressed; the compression proposal always sends it uncompressed")
 	}
-	c.kids = append(c.kids, k)
 	c.messages++
+	c.kidCount++
+	if c.streamed {
+		c.dec.dir[decode.DirB].units++
+		c.dec.emit(k)
+		return
+	}
+	switch {
+	case len(c.kids) >= maxHeldKids:
+		c.stream("more than " + strconv.Itoa(maxHeldKids) + " messages")
+	case !c.kidsHold.Grow(c.dec.acct, c, int64(kidCharge+len(raw))):
+		c.stream("the memory budget has no room to hold them")
+	default:
+		c.kids = append(c.kids, k)
+		return
+	}
+	c.dec.dir[decode.DirB].units++
+	c.dec.emit(k)
 }
 
 // output receives decompressed bytes of the current container and cuts
@@ -261,6 +360,14 @@ func (c *compression) output(p []byte) error {
 	}
 	c.produced += len(p)
 	for len(p) > 0 {
+		if a.skip > 0 {
+			// The rest of a message the budget dropped.
+			n := int(min(a.skip, int64(len(p))))
+			a.skip -= int64(n)
+			p = p[n:]
+			a.pos += int64(n)
+			continue
+		}
 		if a.part == nil && a.nh == 0 {
 			start := a.pos
 			c.noteStart(start, p[0])
@@ -283,6 +390,9 @@ func (c *compression) output(p []byte) error {
 			if total > d.opt.MaxBuffered {
 				return c.tooLarge(p[0], total)
 			}
+			if !c.partHold.Grow(d.acct, c, int64(total)) {
+				return c.refused(p[0], total)
+			}
 			a.part = make([]byte, len(p), total)
 			copy(a.part, p)
 			a.pos += int64(len(p))
@@ -303,6 +413,9 @@ func (c *compression) output(p []byte) error {
 			if total > d.opt.MaxBuffered {
 				return c.tooLarge(a.hdr[0], total)
 			}
+			if !c.partHold.Grow(d.acct, c, int64(total)) {
+				return c.refused(a.hdr[0], total)
+			}
 			a.part = append(make([]byte, 0, total), a.hdr[:]...)
 			a.nh = 0
 		}
@@ -311,8 +424,10 @@ func (c *compression) output(p []byte) error {
 		p = p[n:]
 		a.pos += int64(n)
 		if len(a.part) == cap(a.part) {
-			c.kid(a.part, a.start, true)
+			part := a.part
 			a.part = nil
+			c.partHold.Release()
+			c.kid(part, a.start, true)
 		}
 	}
 	return nil
@@ -320,6 +435,11 @@ func (c *compression) output(p []byte) error {
 
 func (c *compression) tooLarge(typ byte, total int) error {
 	c.innerErr = "pgsql: compressed " + MessageName(typ, false) + " of " + strconv.Itoa(total) + " bytes exceeds the buffering limit of " + strconv.Itoa(c.dec.opt.MaxBuffered) + " bytes (--max-buffered)"
+	return errCorruptInner
+}
+
+func (c *compression) refused(typ byte, total int) error {
+	c.innerErr = "pgsql: compressed " + MessageName(typ, false) + " of " + strconv.Itoa(total) + " bytes not reassembled: the memory budget (--max-memory) has no room for it"
 	return errCorruptInner
 }
 
@@ -332,6 +452,9 @@ func (c *compression) end(t time.Time) {
 		c.inf.close()
 		c.inf = nil
 	}
+	c.ctxHold.Release()
+	c.partHold.Release()
+	c.kidsHold.Release()
 	if c.containers == 0 || d.conn == nil || c.reported {
 		return
 	}

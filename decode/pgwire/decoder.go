@@ -81,6 +81,10 @@ type Decoder struct {
 	copyBoth bool
 
 	comp compression
+	// acct is the connection's part of the memory budget (nil: none).
+	acct *decode.Account
+	// last is the time of the latest bytes fed.
+	last time.Time
 
 	slab []byte
 	// slabNext is the size of the last slab allocated (doubling to 32 KiB).
@@ -110,11 +114,13 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 	}
 	d.dir[decode.DirF].mode = modeUntyped
 	d.comp.dec = d
+	d.acct = d.opt.Budget.NewAccount()
 	return d
 }
 
 // Feed implements [decode.Decoder].
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	d.last = t
 	ds := &d.dir[dir&1]
 	for len(data) > 0 {
 		switch ds.mode {
@@ -181,6 +187,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 
 // End implements [decode.Decoder].
 func (d *Decoder) End(dir decode.Dir, t time.Time) {
+	d.last = t
 	dir &= 1
 	ds := &d.dir[dir]
 	switch ds.mode {

@@ -52,9 +52,11 @@ func (r *feedReader) Read(p []byte) (int, error) {
 // claiming more is rejected rather than allocated.
 const maxZstdWindow = 64 << 20
 
-func newZstdInflater(limit int) *zstdInflater {
+// maxWindow (at most maxZstdWindow) is the window the memory budget
+// allows this connection.
+func newZstdInflater(maxWindow int) *zstdInflater {
 	z := &zstdInflater{}
-	window := uint64(maxZstdWindow)
+	window := uint64(min(maxWindow, maxZstdWindow))
 	seq := func(yield func(zevent) bool) {
 		r := &feedReader{z: z, yield: yield}
 		dec, err := zstd.NewReader(r,
