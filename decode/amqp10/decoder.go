@@ -15,6 +15,13 @@ type Decoder struct {
 	opt  decode.Options
 	emit decode.Emit
 	dirs [2]direction
+	// inflight is the bytes copied for deliveries not yet complete, on
+	// both directions and every link: bounded by Options.MaxMessage, as
+	// AMQP 0-9-1's content bodies are.
+	inflight int
+	// acct is the connection's part of the memory budget (nil: none).
+	acct *decode.Account
+	last time.Time
 }
 
 var _ decode.Decoder = (*Decoder)(nil)
@@ -66,6 +73,40 @@ type delivery struct {
 	frames   int
 	overflow bool
 	size     int
+
+	// hold charges buf to the memory budget.
+	hold decode.Hold
+	d    *Decoder
+	dir  decode.Dir
+}
+
+// Evict implements [decode.Holder]: the budget took back the bytes of
+// this delivery, which is then counted but not reassembled.
+func (dl *delivery) Evict(_ *decode.Hold, why string) {
+	d := dl.d
+	d.inflight -= len(dl.buf)
+	n := len(dl.buf)
+	dl.buf, dl.overflow = nil, true
+	u := d.unit(dl.dir, nil, d.dirs[dl.dir].s.Pos, d.last)
+	u.Type = "warning"
+	u.Summary = "memory budget: delivery " + strconv.FormatUint(uint64(dl.id), 10) + " dropped from reassembly"
+	u.Warn("amqp1.0: delivery " + strconv.FormatUint(uint64(dl.id), 10) + " (" + strconv.Itoa(n) + " bytes in " + strconv.Itoa(dl.frames) + " frames so far) dropped from reassembly: " + why)
+	d.emit(u)
+}
+
+// forget drops a delivery and gives back what it held.
+func (d *Decoder) forget(st *direction, key linkKey, dl *delivery) {
+	delete(st.deliveries, key)
+	d.inflight -= len(dl.buf)
+	dl.hold.Release()
+}
+
+// forgetAll drops every delivery of a direction.
+func (d *Decoder) forgetAll(st *direction) {
+	for key, dl := range st.deliveries {
+		d.forget(st, key, dl)
+	}
+	st.deliveries = nil
 }
 
 // New is the AMQP 1.0 [decode.Factory].
@@ -85,11 +126,13 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 	if d.opt.MaxMessage <= 0 {
 		d.opt.MaxMessage = decode.DefaultMaxMessage
 	}
+	d.acct = d.opt.Budget.NewAccount()
 	return d
 }
 
 // Feed decodes the next bytes of direction dir.
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	d.last = t
 	st := &d.dirs[dir&1]
 	if st.opaque {
 		st.s.Pos += int64(len(data))
@@ -627,7 +670,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 		msg += "; " + strconv.Itoa(k) + " deliveries in reassembly dropped"
 	}
 	u.SetErr(msg + ": decoding resumes at the next frame header found")
-	st.deliveries = nil
+	d.forgetAll(st)
 	skip := int64(n)
 	if skip < 0 {
 		skip = 0
@@ -700,7 +743,7 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 		d.conn.Notes = append(d.conn.Notes, "amqp1.0: "+strconv.Itoa(k)+" deliveries from "+dirName(dir)+
 			" were still in reassembly when the stream ended")
 	}
-	st.deliveries = nil
+	d.forgetAll(st)
 	st.opaque = true
 }
 

@@ -138,7 +138,7 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 			s = append(s, " (delivery of "...)
 			s = strconv.AppendInt(s, int64(dl.frames+1), 10)
 			s = append(s, " frames dropped)"...)
-			delete(st.deliveries, key)
+			d.forget(st, key, dl)
 		}
 		return s
 	}
@@ -160,7 +160,7 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 			u.Warn("more than " + strconv.Itoa(maxLinks) + " deliveries in progress on this connection: not reassembled")
 			return s
 		}
-		dl = &delivery{id: t.DeliveryID, hasID: t.HasDeliveryID, tag: append([]byte(nil), t.DeliveryTag...)}
+		dl = &delivery{id: t.DeliveryID, hasID: t.HasDeliveryID, tag: append([]byte(nil), t.DeliveryTag...), d: d, dir: dir}
 		if !t.HasDeliveryID {
 			u.Warn("first transfer of a delivery without delivery-id")
 		}
@@ -172,11 +172,26 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 	dl.frames++
 	dl.size += len(payload)
 	if !dl.overflow && dl.size > d.opt.MaxMessage {
+		d.inflight -= len(dl.buf)
+		dl.hold.Release()
 		dl.overflow, dl.buf = true, nil
 		u.Warn("message exceeds the limit of " + strconv.Itoa(d.opt.MaxMessage) + " bytes: not reassembled")
 	}
 	if t.More {
-		if !dl.overflow {
+		switch {
+		case dl.overflow:
+		case d.inflight+len(payload) > d.opt.MaxMessage:
+			d.inflight -= len(dl.buf)
+			dl.overflow, dl.buf = true, nil
+			dl.hold.Release()
+			u.Warn("deliveries in progress on this connection exceed " + strconv.Itoa(d.opt.MaxMessage) + " bytes in all (max message size): this one is not reassembled")
+		case !dl.hold.Grow(d.acct, dl, int64(len(payload))):
+			d.inflight -= len(dl.buf)
+			dl.overflow, dl.buf = true, nil
+			dl.hold.Release()
+			u.Warn("the memory budget (--max-memory) has no room for this delivery: not reassembled")
+		default:
+			d.inflight += len(payload)
 			dl.buf = append(dl.buf, payload...)
 		}
 		s = append(s, " (part "...)
@@ -186,7 +201,7 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		s = append(s, " B so far)"...)
 		return s
 	}
-	delete(st.deliveries, key)
+	d.forget(st, key, dl)
 	if dl.overflow {
 		s = append(s, " (message of "...)
 		s = strconv.AppendInt(s, int64(dl.size), 10)
