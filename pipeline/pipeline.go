@@ -95,6 +95,10 @@ func (p *Pipeline) Conns() []*decode.Conn {
 	return p.all
 }
 
+// Budget returns the memory budget the decoders charge (Options.Budget),
+// or nil.
+func (p *Pipeline) Budget() *decode.Budget { return p.opt.Budget }
+
 // Immutability returns the AMQP 1.0 bare-message tracker.
 func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 

@@ -26,6 +26,8 @@ type decodeFlags struct {
 	maxBuffered     int
 	maxMessage      int
 	maxDecompressed int
+	// maxMemory is --max-memory as given (512MiB, 64KiB, 0: no budget).
+	maxMemory string
 	// maxRender elides the JSON fields of units longer than it.
 	maxRender int
 
@@ -67,6 +69,7 @@ func (f *decodeFlags) registerInput(cmd *cobra.Command) {
 	fs.IntVar(&f.maxBuffered, "max-buffered", decode.DefaultMaxBuffered, "bytes buffered per direction while waiting for a unit")
 	fs.IntVar(&f.maxMessage, "max-message", decode.DefaultMaxMessage, "largest reassembled message kept, in bytes")
 	fs.IntVar(&f.maxDecompressed, "max-decompressed", decode.DefaultMaxDecompressed, "bytes one compressed PostgreSQL container may inflate to")
+	fs.StringVar(&f.maxMemory, "max-memory", decode.FormatSize(decode.DefaultMaxMemory), "memory budget for all decoders' buffered state (`SIZE`: bytes, KiB, MiB or GiB; 0: none); each connection may hold a quarter")
 }
 
 func (f *decodeFlags) options() *decode.Options {
@@ -76,6 +79,9 @@ func (f *decodeFlags) options() *decode.Options {
 	o.MaxBuffered = f.maxBuffered
 	o.MaxMessage = f.maxMessage
 	o.MaxDecompressed = f.maxDecompressed
+	if n, err := decode.ParseSize(f.maxMemory); err == nil && n > 0 {
+		o.Budget = decode.NewBudget(n) // one per pipeline: options is called once for each
+	}
 	return o
 }
 
@@ -94,6 +100,11 @@ func (f *decodeFlags) check() error {
 	}{{"--max-frame", f.maxFrame}, {"--max-buffered", f.maxBuffered}, {"--max-message", f.maxMessage}, {"--max-decompressed", f.maxDecompressed}} {
 		if n.v <= 0 {
 			return usageErr("%s %d: must be positive", n.name, n.v)
+		}
+	}
+	if f.maxMemory != "" {
+		if _, err := decode.ParseSize(f.maxMemory); err != nil {
+			return usageErr("--max-memory %q: want a size such as 512MiB, 64KiB or 2GiB (0: no budget)", f.maxMemory)
 		}
 	}
 	if f.maxRender == 0 || f.maxRender < -1 {
