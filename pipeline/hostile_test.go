@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,5 +230,198 @@ func TestHostileDataRowCount(t *testing.T) {
 	}
 	if bad != 3 || len(r.json) != 4 {
 		t.Errorf("%d of %d DataRows of conn 2 are errors, want 3 of 4", bad, len(r.json))
+	}
+}
+
+// runBudget decodes a corpus file under a memory budget of limit bytes
+// without rendering every unit (the tiny-message bomb has 12.6M): it keeps
+// the units of the connections in keep and every warning unit, renders
+// those, and checks the accountant after each unit.
+func runBudget(t *testing.T, name string, limit int64, keep ...int) (*hostileRun, *decode.Budget) {
+	t.Helper()
+	opt := decode.DefaultOptions()
+	opt.Budget = decode.NewBudget(limit)
+	r := &hostileRun{units: map[int][]*decode.Unit{}, json: map[*decode.Unit][]byte{}}
+	var buf []byte
+	n := 0
+	r.p = New(Config{Options: opt, Sink: func(u *decode.Unit) {
+		n++
+		if u.Conn == nil {
+			return
+		}
+		if u.Type == "warning" || slices.Contains(keep, u.Conn.ID) {
+			buf = output.AppendJSON(buf[:0], u, output.JSONOptions{})
+			if !json.Valid(buf) {
+				t.Fatalf("unit %d: invalid JSON", u.N)
+			}
+			r.units[u.Conn.ID] = append(r.units[u.Conn.ID], u)
+		}
+	}})
+	stats, err := capture.ReadFile(filepath.Join("../testdata/hostile", name), r.p, nil)
+	if err != nil {
+		t.Fatalf("%v (go generate ./internal/hostilegen writes the corpus)", err)
+	}
+	r.p.Finish()
+	r.stats = stats
+	b := r.p.Budget()
+	t.Logf("%s: %d units; budget %d, high-water %d, evictions %d, refusals %d, left charged %d",
+		name, n, b.Limit(), b.High(), b.Evictions(), b.Refusals(), b.Used())
+	if b.High() > b.Limit() {
+		t.Errorf("the accountant's high-water mark %d passed the budget %d", b.High(), b.Limit())
+	}
+	if b.Used() != 0 {
+		t.Errorf("%d bytes still charged after every connection ended", b.Used())
+	}
+	return r, b
+}
+
+func warningUnits(us []*decode.Unit, sub string) int {
+	n := 0
+	for _, u := range us {
+		if u.Type == "warning" && warned(u.Warnings(), sub) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHostileZstdTinyMessages: 12.6M inner messages are emitted as they
+// are inflated, after their container, and never held: the accountant's
+// charge for held inner units stays under what maxHeldKids allows.
+func TestHostileZstdTinyMessages(t *testing.T) {
+	var kids, beforeContainer int
+	var container *decode.Unit
+	opt := decode.DefaultOptions()
+	opt.Budget = decode.NewBudget(decode.DefaultMaxMemory)
+	p := New(Config{Options: opt, Sink: func(u *decode.Unit) {
+		if u.Conn == nil || u.Conn.ID != 2 || u.Dir != decode.DirB {
+			return
+		}
+		switch {
+		case u.Type == "CompressedMessages":
+			container = u
+		case u.Parent != nil:
+			if u.Parent != container || container == nil {
+				beforeContainer++
+			}
+			kids++
+		}
+	}})
+	if _, err := capture.ReadFile("../testdata/hostile/pgsql-zstd-tiny-60m.pcapng", p, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Finish()
+	const want = 60 << 20 / 5
+	if kids != want || beforeContainer != 0 {
+		t.Errorf("%d inner messages (%d not after their container), want %d", kids, beforeContainer, want)
+	}
+	if container == nil || !strings.Contains(container.Summary, "messages follow it") || warned(container.Warnings(), "not held") != 1 {
+		t.Fatalf("container does not say its messages follow: %+v", container)
+	}
+	// What was ever held: the context and at most 4096 inner units.
+	b := p.Budget()
+	if max := int64(2<<20 + 4096*(256+5)); b.High() > max {
+		t.Errorf("high-water %d, want at most %d (inner units held)", b.High(), max)
+	}
+	var report string
+	for _, c := range p.Conns() {
+		if c.ID == 2 {
+			report = strings.Join(c.Notes, "; ")
+		}
+	}
+	if !strings.Contains(report, "carrying 12582912 messages") {
+		t.Errorf("compression report %q does not count the messages", report)
+	}
+
+	// The connections beside it decode in full.
+	r, _ := runBudget(t, "pgsql-zstd-tiny-60m.pcapng", decode.DefaultMaxMemory, 1, 3)
+	r.plain(t, 1, pgPlainTypes...)
+	r.plain(t, 3, pgPlainTypes...)
+}
+
+// TestHostileZstdWindows: 20 connections each holding a 64 MiB zstd
+// window; under the default budget the oldest contexts are dropped with a
+// warning each, the rest decode in full, and the ordinary connections are
+// untouched.
+func TestHostileZstdWindows(t *testing.T) {
+	r, b := runBudget(t, "pgsql-zstd-windows-20.pcapng", decode.DefaultMaxMemory, 1, 22, 2, 21)
+	r.plain(t, 1, pgPlainTypes...)
+	r.plain(t, 22, pgPlainTypes...)
+	if b.Evictions() == 0 || b.High() < b.Limit()*3/4 {
+		t.Errorf("evictions %d, high-water %d: the windows did not fill the budget", b.Evictions(), b.High())
+	}
+	// The first connection's context was the oldest: dropped, with a
+	// warning unit saying why; its next container is then an error.
+	if n := warningUnits(r.units[2], "zstd decompression context dropped: the memory budget (--max-memory 512MiB) was reached"); n != 1 {
+		t.Errorf("conn 2: %d warning units about its context, want 1", n)
+	}
+	errs := 0
+	for _, u := range r.units[2] {
+		if u.Type == "CompressedMessages" && strings.Contains(u.Err(), "context was lost (dropped by the memory budget)") {
+			errs++
+		}
+	}
+	if errs != 1 {
+		t.Errorf("conn 2: %d containers not decompressed for the lost context, want 1", errs)
+	}
+	// The last connection's context was never dropped: all its rows.
+	rows := 0
+	for _, u := range r.units[21] {
+		if u.Type == "DataRow" && u.Parent != nil && u.Err() == "" {
+			rows++
+		}
+		if u.Type == "warning" || u.Err() != "" {
+			t.Errorf("conn 21: unit %d %s: %q %q", u.N, u.Type, u.Err(), u.Warnings())
+		}
+	}
+	if want := 2 * (24 << 20 / (32 << 10)); rows != want {
+		t.Errorf("conn 21: %d rows, want %d", rows, want)
+	}
+	// Under a budget whose share (50 MiB) is smaller than the window, every
+	// context is refused, saying why.
+	r, _ = runBudget(t, "pgsql-zstd-windows-20.pcapng", 200<<20, 1, 22, 2)
+	r.plain(t, 1, pgPlainTypes...)
+	r.plain(t, 22, pgPlainTypes...)
+	refused := 0
+	for _, u := range r.units[2] {
+		if u.Type == "CompressedMessages" && strings.Contains(u.Err(), "zstd window of 64MiB exceeds the share of the memory budget") {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("conn 2: %d containers refused for their window, want 2", refused)
+	}
+}
+
+// TestHostileAMQP10Partial: eight 24 MiB deliveries in progress on one
+// connection: past the connection-wide cap (--max-message, as in AMQP
+// 0-9-1) the later ones are not reassembled, with a warning each.
+func TestHostileAMQP10Partial(t *testing.T) {
+	r, b := runBudget(t, "amqp10-partial-8x24m.pcapng.gz", decode.DefaultMaxMemory, 1, 2, 3)
+	r.plain(t, 1, amqp10PlainTypes...)
+	r.plain(t, 3, amqp10PlainTypes...)
+	capped := 0
+	for _, u := range r.units[2] {
+		capped += warned(u.Warnings(), "deliveries in progress on this connection exceed 134217728 bytes in all")
+	}
+	if capped != 3 {
+		t.Errorf("%d deliveries stopped by the connection-wide cap, want 3 (5 of 24 MiB fit in 128 MiB)", capped)
+	}
+	if b.High() > decode.DefaultMaxMessage {
+		t.Errorf("high-water %d past the connection-wide cap", b.High())
+	}
+	// Under a budget whose share (16 MiB) is smaller than one delivery,
+	// the oldest delivery is dropped each time the connection's share is
+	// reached (a warning unit each), and the last one alone is refused.
+	r, b = runBudget(t, "amqp10-partial-8x24m.pcapng.gz", 64<<20, 1, 2, 3)
+	r.plain(t, 1, amqp10PlainTypes...)
+	r.plain(t, 3, amqp10PlainTypes...)
+	evicted := warningUnits(r.units[2], "dropped from reassembly: this connection reached its share of the memory budget (16MiB of --max-memory 64MiB)")
+	refused := 0
+	for _, u := range r.units[2] {
+		refused += warned(u.Warnings(), "the memory budget (--max-memory) has no room for this delivery")
+	}
+	if evicted != 7 || refused != 1 || b.High() > 16<<20 {
+		t.Errorf("%d deliveries evicted (want 7), %d refused (want 1), high-water %d", evicted, refused, b.High())
 	}
 }

@@ -63,6 +63,43 @@ func init() {
 		amqp10Plain(c, 3)
 		return c.bytes()
 	})
+	// One connection with 8 deliveries in progress at once, 24 MiB each,
+	// never completed (issue 14: AMQP 1.0 had no connection-wide cap on
+	// what it reassembles; 0-9-1 has one).
+	register("amqp10-partial-8x24m.pcapng", true, func(scale float64) []byte {
+		c := newCapw()
+		amqp10Plain(c, 1)
+		c.s.MSS = 65415 // jumbo segments: a 200 KB file, not 2.5 MB
+		f := c.flow(2, 41002, 5672)
+		hdr := []byte("AMQP\x00\x01\x00\x00")
+		open := amqp10Frame(0, a.AppendComposite(nil, a.DescriptorOpen, a.AppendString(nil, "hostilegen"), a.AppendString(nil, "localhost"), a.AppendUint(nil, 0xffffffff)))
+		begin := amqp10Frame(0, a.AppendComposite(nil, a.DescriptorBegin, a.AppendNull(nil), a.AppendUint(nil, 0), a.AppendUint(nil, 1000), a.AppendUint(nil, 1000)))
+		c.send(f, true, append(append(append([]byte(nil), hdr...), open...), begin...))
+		c.send(f, false, append(append(append([]byte(nil), hdr...), open...), begin...))
+		for h := 0; h < 8; h++ {
+			c.send(f, true, amqp10Frame(0, a.AppendComposite(nil, a.DescriptorAttach, a.AppendString(nil, "sender-"+itoa(h)), a.AppendUint(nil, uint32(h)), a.AppendBool(nil, false))))
+		}
+		chunk := make([]byte, 1<<20)
+		frames := int(24 * scale)
+		for k := 0; k < frames; k++ {
+			for h := 0; h < 8; h++ {
+				var tr []byte
+				if k == 0 {
+					tr = a.AppendComposite(nil, a.DescriptorTransfer, a.AppendUint(nil, uint32(h)), a.AppendUint(nil, uint32(h)), a.AppendBinary(nil, []byte{byte(h)}), a.AppendUint(nil, 0), a.AppendBool(nil, false), a.AppendBool(nil, true))
+				} else {
+					tr = a.AppendComposite(nil, a.DescriptorTransfer, a.AppendUint(nil, uint32(h)), a.AppendNull(nil), a.AppendNull(nil), a.AppendNull(nil), a.AppendNull(nil), a.AppendBool(nil, true))
+				}
+				c.send(f, true, amqp10Frame(0, tr, chunk))
+			}
+		}
+		cl := amqp10Frame(0, a.AppendComposite(nil, a.DescriptorClose))
+		c.send(f, true, cl)
+		c.send(f, false, cl)
+		c.close(f)
+		c.s.MSS = 0
+		amqp10Plain(c, 3)
+		return c.bytes()
+	})
 	// A value nested past the decoders' depth limit (lists in lists): it
 	// must say so, not show null.
 	register("amqp10-deep.pcapng", false, func(scale float64) []byte {
