@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	amqp091go "github.com/rabbitmq/amqp091-go"
 
 	"github.com/wiretap-dev/wiretap/broker/auth"
+	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -798,5 +800,76 @@ func TestAMQP10ExternalOverTLS(t *testing.T) {
 	conns := b.Connections()
 	if len(conns) != 1 || conns[0].User != "extuser" || conns[0].AuthMechanism != "EXTERNAL" {
 		t.Fatalf("connections %+v: want extuser by EXTERNAL", conns)
+	}
+}
+
+// TestAMQP10DeadLetter: a rejected AMQP 1.0 message is dead-lettered with
+// its bare message as it was and the death in x-opt-deaths; a second death
+// from the same queue for the same reason counts 2.
+func TestAMQP10DeadLetter(t *testing.T) {
+	b, url := startBroker(t, Config{})
+	v := b.vhost("/")
+	admin := &conn{admin: true, vh: v, b: b}
+	args := amqp091.Table(nil).Append("x-dead-letter-exchange", amqp091.StringValue("")).
+		Append("x-dead-letter-routing-key", amqp091.StringValue("dead"))
+	for _, q := range []*amqp091.QueueDeclare{{Queue: []byte("live"), Arguments: args}, {Queue: []byte("dead")}} {
+		if _, _, _, e := v.declareQueue(admin, q); e != nil {
+			t.Fatal(e)
+		}
+	}
+	r := dialRaw10(t, url, 4096)
+	r.attach(0, false, "/queues/live", true)
+	r.expect(amqp10.DescriptorFlow)
+	sent := bytes.Join([][]byte{
+		amqp10.AppendComposite(nil, amqp10.DescriptorHeader, amqp10.AppendBool(nil, true), amqp10.AppendNull(nil), amqp10.AppendUint(nil, 60000)),
+		amqp10.AppendDescribed(nil, amqp10.DescriptorMessageAnnotations, amqp10.AppendMap(nil, amqp10.AppendSymbol(nil, "x-opt-keep"), amqp10.AppendString(nil, "k"))),
+		messages10()["amqp-value"],
+	}, nil)
+	r.transfer(0, 0, true, sent, 1000)
+	r.attach(1, true, "/queues/live", false)
+	r.flow(1, 0, 1, false)
+	_, id, _, _ := r.receive()
+	r.dispose(id, id, amqp10.AppendComposite(nil, amqp10.DescriptorRejected))
+	r.attach(2, true, "/queues/dead", true)
+	r.flow(2, 0, 1, false)
+	got, _, _, _ := r.receive()
+	var gm, sm goamqp.Message
+	if err := gm.UnmarshalBinary(got); err != nil {
+		t.Fatal(err)
+	}
+	_, grest, _, ok := delivered10(got)
+	_, srest, _, _ := delivered10(sent)
+	if !ok || !bytes.Equal(grest, srest) {
+		t.Fatal("the dead-lettered copy's bare message differs from the one sent")
+	}
+	sm.UnmarshalBinary(sent)
+	if gm.Header == nil || !gm.Header.Durable || gm.Header.TTL != 0 {
+		t.Errorf("header %+v: want durable kept, ttl removed", gm.Header)
+	}
+	deaths := fmt.Sprint(gm.Annotations["x-opt-deaths"])
+	if gm.Annotations["x-opt-keep"] != "k" || gm.Annotations["x-exchange"] != "" || gm.Annotations["x-routing-key"] != "dead" ||
+		!strings.Contains(deaths, "queue:live") || !strings.Contains(deaths, "reason:rejected") || !strings.Contains(deaths, "count:1") ||
+		!strings.Contains(deaths, "routing-keys:[live]") {
+		t.Errorf("annotations %v", gm.Annotations)
+	}
+	// A second death in the same queue for the same reason.
+	m := &queue.Message{Format: queue.FormatAMQP10, Exchange: "", RoutingKey: "live", Body: srest}
+	_, rest, _, _ := delivered10(got)
+	m.Header = got[:len(got)-len(rest)]
+	again := append(deadLetterHeader10(m, queue.Rejected, "live", time.Now(), "", "dead"), srest...)
+	var am goamqp.Message
+	if err := am.UnmarshalBinary(again); err != nil {
+		t.Fatal(err)
+	}
+	if d := fmt.Sprint(am.Annotations["x-opt-deaths"]); !strings.Contains(d, "count:2") || strings.Count(d, "queue:") != 1 {
+		t.Errorf("after a second death: %s", d)
+	}
+	m.Header = deadLetterHeader10(m, queue.Expired, "live", time.Now(), "", "dead")
+	var em goamqp.Message
+	if err := em.UnmarshalBinary(append(m.Header, srest...)); err != nil {
+		t.Fatal(err)
+	}
+	if d := fmt.Sprint(em.Annotations["x-opt-deaths"]); strings.Count(d, "queue:") != 2 || !strings.Contains(d, "reason:expired") {
+		t.Errorf("after a death for another reason: %s", d)
 	}
 }

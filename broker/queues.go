@@ -98,22 +98,27 @@ func (q *queueState) deadLetter(dead []deadLetter) {
 	now := time.Now()
 	for _, d := range dead {
 		m := d.e.Msg
-		if m.Format != queue.FormatAMQP091 {
-			// x-death is written into a 0-9-1 content header; an AMQP
-			// 1.0 message is not yet dead-lettered (it is dropped).
-			continue
-		}
-		hdr, err := queue.DeadLetterHeader(nil, m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
-		if err != nil {
-			continue
-		}
 		rk := m.RoutingKey
 		if q.qa.HasDeadLetterRoutingKey {
 			rk = q.qa.DeadLetterRoutingKey
 		}
 		// Dead-lettering is a new publish, to the dead-letter exchange.
-		nm := &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority, PublishedAt: latency.Now()}
-		hs := headersOf(hdr)
+		var nm *queue.Message
+		var hs amqp091.Table
+		if m.Format == queue.FormatAMQP10 {
+			// The death goes into the message-annotations; the bare
+			// message is shared as it is.
+			nm = &queue.Message{Format: queue.FormatAMQP10, Exchange: dlx, RoutingKey: rk, Body: m.Body, Expiration: -1,
+				Priority: m.Priority, Persistent: m.Persistent, PublishedAt: latency.Now(),
+				Header: deadLetterHeader10(m, d.reason, q.name, now, dlx, rk)}
+		} else {
+			hdr, err := queue.DeadLetterHeader(nil, m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
+			if err != nil {
+				continue
+			}
+			nm = &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority, PublishedAt: latency.Now()}
+			hs = headersOf(hdr)
+		}
 		keys, err := route.RoutingKeys([]byte(rk), hs, nil)
 		if err != nil {
 			continue
