@@ -139,7 +139,7 @@ func (m *Model) titleBar() string {
 	}
 	parts = append(parts, group(m.st.Len())+" units")
 	if used, budget := m.st.Memory(); budget > 0 {
-		mem := "mem " + connlist.Bytes(used) + "/" + connlist.Bytes(budget)
+		mem := "mem " + connlist.Bytes(used) + "/" + connlist.Bytes(m.opt.Memory)
 		if _, err := m.st.Spilled(); err != nil {
 			mem += " (" + err.Error() + ")"
 		}

@@ -108,7 +108,10 @@ func New(opt Options) Model {
 		lang = DefaultLang()
 	}
 	st := store.New()
-	st.SetBudget(opt.Memory)
+	// The store gets three quarters of the budget; the rest is the
+	// collector's headroom over the live heap (GOGC 25) and the units on
+	// their way from the pipeline.
+	st.SetBudget(opt.Memory - opt.Memory/4)
 	m := Model{
 		opt: opt, st: st, km: km, sty: sty, lang: lang,
 		conns:   connlist.New(st, km, sty),

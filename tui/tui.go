@@ -61,9 +61,10 @@ type Options struct {
 	// that connection (--conn) from when it appears; 0 shows all.
 	Filter string
 	Conn   int
-	// Memory bounds the unit store (the index and the units' bytes held
-	// in memory; the oldest units' bytes go to a temporary spill file
-	// past it); 0: no bound. The title shows the memory in use.
+	// Memory is the memory budget (0: none). The unit store keeps its
+	// index and the units' bytes within three quarters of it, the oldest
+	// units' bytes going to a temporary spill file past that; the title
+	// shows the store's use against it.
 	Memory int64
 	// Warnings, if set, returns what the source reported without
 	// stopping (a capture cut short, a limit reached), as `read` prints

@@ -25,7 +25,8 @@ func newReplayCmd() *cobra.Command {
 		Short: "Browse a pcap or pcapng file in the terminal UI",
 		Long: `replay opens a capture file in the TUI. Units stream in while the file is
 read, so the first screen appears at once even for a large capture.
---memory bounds the units held in memory: past it the oldest units'
+--memory is a memory budget: the units are kept within three quarters of
+it (the rest is the garbage collector's), past which the oldest units'
 bytes are written to a temporary file (removed at exit) and read back
 when shown, filtered or exported; the title shows the memory in use.
 Press ? in the TUI for every key.`,
@@ -77,6 +78,6 @@ Press ? in the TUI for every key.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&memory, "memory", "512MiB", "memory for the units (KiB, MiB, GiB; 0: no bound): past it the oldest units' bytes go to a temporary spill file and are read back when shown, filtered or exported")
+	cmd.Flags().StringVar(&memory, "memory", "512MiB", "memory budget (KiB, MiB, GiB; 0: none): the units are kept within three quarters of it, the oldest units' bytes going to a temporary spill file, read back when shown, filtered or exported")
 	return cmd
 }

@@ -26,12 +26,18 @@ import (
 type batcher struct {
 	mu    sync.Mutex
 	cur   []*decode.Unit
+	bytes int // of the units in cur
 	out   chan []*decode.Unit
 	timer *time.Timer
 }
 
+// A batch is cut at batchSize units or batchBytes of their bytes,
+// whichever comes first, so that what waits in the channel for the TUI
+// (64 batches at most) stays small beside the store's memory budget
+// however large the units are.
 const (
 	batchSize  = 4096
+	batchBytes = 256 << 10
 	batchDelay = 30 * time.Millisecond
 )
 
@@ -45,9 +51,10 @@ func newBatcher() *batcher {
 func (b *batcher) add(u *decode.Unit) {
 	b.mu.Lock()
 	b.cur = append(b.cur, u)
+	b.bytes += len(u.Raw)
 	var full []*decode.Unit
-	if len(b.cur) >= batchSize {
-		full, b.cur = b.cur, make([]*decode.Unit, 0, batchSize)
+	if len(b.cur) >= batchSize || b.bytes >= batchBytes {
+		full, b.cur, b.bytes = b.cur, make([]*decode.Unit, 0, min(2*len(b.cur), batchSize)), 0
 	} else if len(b.cur) == 1 {
 		b.timer.Reset(batchDelay)
 	}
@@ -60,7 +67,7 @@ func (b *batcher) add(u *decode.Unit) {
 func (b *batcher) flushTimer() {
 	b.mu.Lock()
 	full := b.cur
-	b.cur = nil
+	b.cur, b.bytes = nil, 0
 	b.mu.Unlock()
 	if len(full) > 0 {
 		b.out <- full
