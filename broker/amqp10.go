@@ -198,10 +198,14 @@ func (r *reader10) frame(f *amqp10.Frame) error {
 // conn10 is the AMQP 1.0 side of a connection; conn keeps the socket, the
 // writer, the vhost and the user.
 type conn10 struct {
-	c        *conn
-	rd       reader10
-	comp     amqp10.Composite
-	scratch  routeScratch
+	c       *conn
+	rd      reader10
+	comp    amqp10.Composite
+	scratch routeScratch
+	// msg and header are the publishing path's scratch, shared by the
+	// links (reader goroutine): a link costs little more than its name.
+	msg      amqp10.Message
+	header   amqp10.Composite
 	opened   bool
 	maxFrame uint32 // ours, announced in open
 	// peerMaxFrame is the peer's max-frame-size: transfers to it are

@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/broker/auth"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -414,4 +415,23 @@ func TestAMQP10DrainAndQueueDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectCondition(t, r, amqp10.DescriptorDetach, condResourceDeleted)
+}
+
+// TestAMQP10StateIsBounded: a session holds at most 256 links and a
+// connection channel-max sessions, and a link's own state is small (the
+// parsing scratch is the connection's), so a client attaching all it may
+// holds the broker to a bounded size.
+func TestAMQP10StateIsBounded(t *testing.T) {
+	if n := unsafe.Sizeof(link10{}); n > 320 {
+		t.Fatalf("a link takes %d bytes", n)
+	}
+	_, url := startBroker(t, Config{})
+	r := dialRaw10(t, url, 4096)
+	r.writeFrame(0, 0, amqp10.AppendComposite(nil, amqp10.DescriptorAttach, amqp10.AppendString(nil, "l"),
+		amqp10.AppendUint(nil, maxLinksPerSession), amqp10.AppendBool(nil, false)))
+	expectCondition(t, r, amqp10.DescriptorClose, condFramingError)
+	r = dialRaw10(t, url, 4096)
+	r.writeFrame(0, DefaultChannelMax+1, amqp10.AppendComposite(nil, amqp10.DescriptorBegin, amqp10.AppendNull(nil),
+		amqp10.AppendUint(nil, 0), amqp10.AppendUint(nil, 100), amqp10.AppendUint(nil, 100)))
+	expectCondition(t, r, amqp10.DescriptorClose, condFramingError)
 }

@@ -61,8 +61,6 @@ type link10 struct {
 	settled    bool
 	buf        []byte
 	counted    int64 // of buf, in the memory accounting and conn10.assembling
-	msg        amqp10.Message
-	header     amqp10.Composite
 
 	// Consuming: cons is the queue's consumer; credit and count under
 	// s.ch.mu.
@@ -747,10 +745,10 @@ const (
 // not be parsed or a queue refused it.
 func (l *link10) publish(b []byte) []byte {
 	c := l.s.cn.c
-	if err := amqp10.ParseMessage(b, &l.msg); err != nil {
+	if err := amqp10.ParseMessage(b, &l.s.cn.msg); err != nil {
 		return outcomeRejected(err10(condDecodeError, "message: "+err.Error()))
 	}
-	pm := &l.msg
+	pm := &l.s.cn.msg
 	msg := &queue.Message{Format: queue.FormatAMQP10, Exchange: l.exchange, RoutingKey: l.key, Expiration: -1}
 	if l.anonymous {
 		if e := l.addressTo(b, msg); e != nil {
@@ -778,7 +776,7 @@ func (l *link10) publish(b []byte) []byte {
 	size := len(b) - pm.BareStart + annotationsOverhead + len(msg.Exchange) + len(msg.RoutingKey)
 	if header != nil {
 		size += header.Value.Len()
-		h := &l.header
+		h := &l.s.cn.header
 		if h.Set(b, header.Value) == nil {
 			msg.Persistent, _ = h.Bool(b, headerDurable)
 			if p, ok := h.Uint(b, headerPriority); ok {
@@ -868,7 +866,7 @@ func (l *link10) addressTo(b []byte, msg *queue.Message) *error10 {
 // property returns a string field of the message's properties section
 // ("" when absent).
 func (l *link10) property(b []byte, i int) string {
-	pm := &l.msg
+	pm := &l.s.cn.msg
 	if pm.Properties < 0 {
 		return ""
 	}
