@@ -248,14 +248,14 @@ func (c *conn) run10(hdr [8]byte) error {
 		}
 		if h != header10AMQP {
 			c.send(func(out []byte) []byte { return append(out, header10AMQP...) })
-			return errors.New("broker: connection " + c.name + ": protocol header " + strconv.Quote(h) + " after SASL is not AMQP 1.0")
+			return errors.New("protocol header " + strconv.Quote(h) + " after SASL is not AMQP 1.0")
 		}
 	} else {
 		// Without SASL only the anonymous user may connect; a client is
 		// otherwise told, by the SASL header, that it must authenticate.
 		if c.b.cfg.AMQP10AnonymousUser == "" {
 			c.send(func(out []byte) []byte { return append(out, header10SASL...) })
-			return errors.New("broker: connection " + c.name + ": AMQP 1.0 without SASL refused (ANONYMOUS is not enabled)")
+			return errors.New("amqp 1.0 without SASL refused (ANONYMOUS is not enabled)")
 		}
 		c.user = c.b.cfg.AMQP10AnonymousUser
 		c.mechanism = "none"
@@ -291,7 +291,7 @@ func (cn *conn10) sasl() (bool, error) {
 	}
 	b := f.Body
 	if f.Type != amqp10.FrameTypeSASL || amqp10.ScanComposite(b, 0, &cn.comp) != nil || cn.comp.Descriptor != amqp10.DescriptorSASLInit {
-		return false, errors.New("broker: connection " + c.name + ": expected sasl-init")
+		return false, errors.New("expected sasl-init, got another frame")
 	}
 	mech, _ := cn.comp.Bytes(b, 0)
 	resp, _ := cn.comp.Bytes(b, 1)
