@@ -873,3 +873,56 @@ func TestAMQP10DeadLetter(t *testing.T) {
 		t.Errorf("after a death for another reason: %s", d)
 	}
 }
+
+// TestAMQP10ConsumersShareAQueueWith091: a go-amqp receiver and a 0-9-1
+// consumer on one queue take turns, as two consumers of one protocol do.
+func TestAMQP10ConsumersShareAQueueWith091(t *testing.T) {
+	_, url := startBroker(t, Config{})
+	declare10(t, url, "both")
+	conn, ch := dial(t, url)
+	defer conn.Close()
+	dl, err := ch.Consume("both", "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := dialGoAMQP(t, url, 0)
+	sess, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv, err := sess.NewReceiver(ctx, "/queues/both", &goamqp.ReceiverOptions{Credit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := sess.NewSender(ctx, "/queues/both", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := range n {
+		if err := snd.Send(ctx, goamqp.NewMessage([]byte(strconv.Itoa(i))), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got10, got091 := 0, 0
+	for got10+got091 < n {
+		select {
+		case <-dl:
+			got091++
+		case <-ctx.Done():
+			t.Fatalf("%d over 1.0 and %d over 0-9-1 of %d", got10, got091, n)
+		default:
+			rctx, rcancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			if m, err := rcv.Receive(rctx, nil); err == nil {
+				rcv.AcceptMessage(ctx, m)
+				got10++
+			}
+			rcancel()
+		}
+	}
+	if got10 == 0 || got091 == 0 {
+		t.Fatalf("%d over 1.0 and %d over 0-9-1: want both served", got10, got091)
+	}
+}
