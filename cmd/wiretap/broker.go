@@ -158,6 +158,7 @@ func newBrokerCmd() *cobra.Command {
 		bf       brokerFlags
 		w        writeFlags
 		headless bool
+		memory   memoryFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "broker [--listen ADDR] [--tls-listen ADDR --tls-cert F --tls-key F] [--management ADDR] [--definitions FILE] [--headless] [-w OUT.pcapng]",
@@ -181,11 +182,16 @@ func newBrokerCmd() *cobra.Command {
 					fmt.Fprintln(os.Stderr, n)
 				}
 			}
-			return runBroker(&f, &bf, headless, w)
+			budget, err := memory.option()
+			if err != nil {
+				return err
+			}
+			return runBroker(&f, &bf, headless, w, budget)
 		},
 	}
 	w.register(cmd, "record the broker's traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
+	memory.register(cmd)
 	bf.register(cmd)
 	f.register(cmd)
 	return cmd
@@ -193,7 +199,7 @@ func newBrokerCmd() *cobra.Command {
 
 // runBroker listens first, so a taken port is one clear line before any
 // TUI starts; without a terminal it runs headless.
-func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags) error {
+func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tuiOpts ...func(*tui.Options)) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -334,7 +340,7 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags) err
 		o.Broker = runningBroker{&running}
 		o.Routes = runningBroker{&running}
 	}
-	return liveRun(f, headless, "broker "+ln.Addr().String(), w, true, src, exportDefs, brokerLog, panel)
+	return liveRun(f, headless, "broker "+ln.Addr().String(), w, true, src, append([]func(*tui.Options){exportDefs, brokerLog, panel}, tuiOpts...)...)
 }
 
 func brokerDefaultUsers() *auth.Store { return auth.NewDefaultStore() }

@@ -19,6 +19,7 @@ func newCaptureCmd() *cobra.Command {
 		w        writeFlags
 		engine   string
 		headless bool
+		memory   memoryFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "capture -i IFACE [-f BPF] [-w OUT.pcapng] [--headless]",
@@ -37,6 +38,10 @@ packets to a pcapng file as they are captured.`,
 			if err := f.check(); err != nil {
 				return err
 			}
+			budget, err := memory.option()
+			if err != nil {
+				return err
+			}
 			switch engine {
 			case live.EngineAuto, "auto", live.EngineDumpcap, live.EngineAFPacket:
 			default:
@@ -52,7 +57,7 @@ packets to a pcapng file as they are captured.`,
 				}, h)
 				return err
 			}
-			return liveRun(&f, headless, "capture "+iface, w, false, src)
+			return liveRun(&f, headless, "capture "+iface, w, false, src, budget)
 		},
 	}
 	cmd.Flags().StringVarP(&iface, "interface", "i", "", "interface to capture on (\"any\" for all)")
@@ -60,6 +65,7 @@ packets to a pcapng file as they are captured.`,
 	w.register(cmd, "also write the captured packets to this pcapng file as they are captured")
 	cmd.Flags().StringVar(&engine, "engine", live.EngineAuto, "capture engine: auto, dumpcap or afpacket")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
+	memory.register(cmd)
 	f.register(cmd)
 	return cmd
 }

@@ -325,6 +325,7 @@ func TestExitStatus(t *testing.T) {
 		{"capture with a bad engine", []string{"capture", "-i", "lo", "--engine", "bogus", "--headless"}, 2, "--engine \"bogus\": want auto, dumpcap or afpacket"},
 		{"replay with a bad filter", []string{"replay", "--filter", "amqp.methd == 1", cut}, 2, "--filter: unknown field \"amqp.methd\" at column 1; did you mean amqp.method?"},
 		{"replay with a bad memory size", []string{"replay", "--memory", "lots", cut}, 2, "--memory lots: want a size such as 512MiB"},
+		{"broker with a bad memory size", []string{"broker", "--memory", "-1KiB"}, 2, "--memory -1KiB: want a size such as 512MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, stderr, code, _ := runWiretap(t, tc.args...)

@@ -19,7 +19,7 @@ func init() { extraCommands = append(extraCommands, newReplayCmd) }
 
 func newReplayCmd() *cobra.Command {
 	var f decodeFlags
-	var memory string
+	var memory memoryFlag
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Browse a pcap or pcapng file in the terminal UI",
@@ -36,9 +36,9 @@ Press ? in the TUI for every key.`,
 			if err := f.check(); err != nil {
 				return err
 			}
-			budget, err := parseSize(memory)
-			if err != nil || budget < 0 {
-				return usageErr("--memory %s: want a size such as 512MiB, 2GiB or 0 for no bound", memory)
+			budget, err := memory.option()
+			if err != nil {
+				return err
 			}
 			path := args[0]
 			// Refuse what is not a capture before the screen changes.
@@ -66,7 +66,7 @@ Press ? in the TUI for every key.`,
 				return errors.New("capture: " + plural(len(w), "warning") + ", the first: " + w[0] + " (S: the statistics list them)")
 			}
 			sources := func(o *tui.Options) {
-				o.Memory = budget
+				budget(o)
 				o.Warnings = func() []string {
 					if w := warns.Load(); w != nil {
 						return *w
@@ -78,6 +78,6 @@ Press ? in the TUI for every key.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&memory, "memory", "512MiB", "memory budget (KiB, MiB, GiB; 0: none): the units are kept within three quarters of it, the oldest units' bytes going to a temporary spill file, read back when shown, filtered or exported")
+	memory.register(cmd)
 	return cmd
 }

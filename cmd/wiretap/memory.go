@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/wiretap-dev/wiretap/tui"
+)
+
+// memoryFlag is --memory, the TUI's memory budget (replay, and capture,
+// proxy and broker when they open the TUI).
+type memoryFlag struct{ size string }
+
+func (m *memoryFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&m.size, "memory", "512MiB", "TUI memory budget (KiB, MiB, GiB; 0: none): the units are kept within three quarters of it, the oldest units' bytes going to a temporary spill file, read back when shown, filtered or exported")
+}
+
+// option returns what sets the budget in the TUI's options, or a usage
+// error for a size it cannot read.
+func (m *memoryFlag) option() (func(*tui.Options), error) {
+	budget, err := parseSize(m.size)
+	if err != nil || budget < 0 {
+		return nil, usageErr("--memory %s: want a size such as 512MiB, 2GiB or 0 for no bound", m.size)
+	}
+	return func(o *tui.Options) { o.Memory = budget }, nil
+}
