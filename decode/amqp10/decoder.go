@@ -216,6 +216,7 @@ func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 	u.Summary = "undecodable bytes"
 	u.SetErr(msg)
 	st.opaque = true
+	d.forgetAll(st) // never completed now
 	d.emit(u)
 }
 
@@ -248,6 +249,7 @@ func (d *Decoder) protocolHeader(dir decode.Dir, st *direction, b []byte, pos in
 	case ProtocolTLS:
 		u.Summary += " (the rest of this direction is TLS)"
 		st.opaque = true
+		d.forgetAll(st)
 	default:
 		u.Warn("unknown protocol id " + strconv.Itoa(int(h.ID)))
 	}
