@@ -89,11 +89,12 @@ func (c *compression) chargeContext(alg byte, data []byte) string {
 		if w > maxZstdWindow {
 			return "" // klauspost refuses the frame itself
 		}
-		if mw := int64(c.maxWindow()); w > mw {
-			return "pgsql: zstd window of " + decode.FormatSize(w) + " exceeds the share of the memory budget one connection may hold (" +
-				decode.FormatSize(c.dec.opt.Budget.Share()) + " of --max-memory " + decode.FormatSize(c.dec.opt.Budget.Limit()) + ")"
-		}
 		need = w + zstdRingExtra
+		if b := c.dec.opt.Budget; b != nil && b.Share() > 0 && need > b.Share() {
+			c.ctxHold.Grow(c.dec.acct, c, need) // refused, and counted so
+			return "pgsql: zstd window of " + decode.FormatSize(w) + " exceeds the share of the memory budget one connection may hold (" +
+				decode.FormatSize(b.Share()) + " of --max-memory " + decode.FormatSize(b.Limit()) + ")"
+		}
 	case CompressionLZ4:
 		need = lz4Charge
 	default:
