@@ -145,17 +145,45 @@ func (b *builder) finish() []*decode.Field {
 	return b.fields
 }
 
+// byte1Encodings holds "Byte1 'c'" for each printable ASCII type byte.
+var byte1Encodings = func() (t [128]string) {
+	for c := ' '; c < 127; c++ {
+		t[c] = "Byte1 '" + string(c) + "'"
+	}
+	return t
+}()
+
+func byte1Encoding(c byte) string {
+	if c < 128 && byte1Encodings[c] != "" {
+		return byte1Encodings[c]
+	}
+	return "Byte1 '" + string(rune(c)) + "'"
+}
+
 // header adds the type and length fields of a typed message.
 func header(u *decode.Unit) (*builder, byte, bool) {
-	b := &builder{c: cursor{msg: u.Type}}
+	// One allocation for the builder, its first fields and room for a few
+	// more: a JSON rendering of millions of small messages (a
+	// CompressedMessages of NoData) spent most of its time here.
+	type block struct {
+		b      builder
+		f      [2]decode.Field
+		fields [6]*decode.Field
+	}
+	blk := &block{}
+	b := &blk.b
+	b.c = cursor{msg: u.Type}
+	b.fields = blk.fields[:0]
 	raw := u.Raw
-	b.fields = append(b.fields, &decode.Field{Key: "type", Name: "pgsql.type", Value: u.Type, Offset: 0, Length: 1, Encoding: "Byte1 '" + string(rune(raw[0])) + "'"})
+	blk.f[0] = decode.Field{Key: "type", Name: "pgsql.type", Value: u.Type, Offset: 0, Length: 1, Encoding: byte1Encoding(raw[0])}
+	b.fields = append(b.fields, &blk.f[0])
 	if len(raw) < HeaderLen {
 		b.fields = append(b.fields, &decode.Field{Key: "error", Value: "truncated header"})
 		return b, raw[0], false
 	}
 	_, l, _ := ReadHeader(raw)
-	b.fields = append(b.fields, &decode.Field{Key: "length", Name: "pgsql.length", Value: l, Offset: 1, Length: 4, Encoding: "Int32"})
+	blk.f[1] = decode.Field{Key: "length", Name: "pgsql.length", Value: l, Offset: 1, Length: 4, Encoding: "Int32"}
+	b.fields = append(b.fields, &blk.f[1])
 	body := raw[HeaderLen:]
 	if int64(len(body)) > l-4 && l >= 4 {
 		body = body[:l-4]
