@@ -25,8 +25,18 @@ type Route struct {
 	// roots, server name host).
 	Upstream string
 	// TLSCert and TLSKey, when both set, are PEM files of the certificate
-	// and key with which the proxy terminates TLS toward its clients.
+	// and key with which the proxy terminates TLS toward its clients; when
+	// not, it issues one from its CA (see Proxy.NoIntercept).
 	TLSCert, TLSKey string
+	// UpstreamTLS is how a PostgreSQL session whose client asked for TLS
+	// reaches the server: "auto" (or ""): the proxy sends its own
+	// SSLRequest and uses TLS when the server accepts, plain when it
+	// answers N; "require": TLS or nothing; "disable": plain. A client
+	// that starts TLS at once (AMQPS, PostgreSQL 17's direct TLS) reaches
+	// the server over TLS when Upstream is tls://, or under "require".
+	// The server's certificate is not verified unless Proxy.UpstreamTLSConfig
+	// says how, as libpq's sslmode=require does not.
+	UpstreamTLS string
 }
 
 // Proxy forwards connections on its Routes and feeds what passes to
@@ -43,9 +53,15 @@ type Proxy struct {
 	DialTimeout time.Duration
 	// HandshakeTimeout bounds a client's TLS handshake (default 10s).
 	HandshakeTimeout time.Duration
-	// UpstreamTLS, when set, is the configuration for tls:// upstreams
-	// (for a private CA or a client certificate).
-	UpstreamTLS *tls.Config
+	// UpstreamTLSConfig, when set, is the configuration for TLS toward
+	// upstreams (for a private CA or a client certificate).
+	UpstreamTLSConfig *tls.Config
+	// NoIntercept passes TLS through untouched for routes without a
+	// certificate: the proxy then sees only encrypted bytes. Otherwise it
+	// terminates TLS with certificates issued by the CA kept in CADir
+	// (DefaultCADir when empty), made on first use.
+	NoIntercept bool
+	CADir       string
 	// DecodeBuffer bounds the bytes waiting for the handler (0:
 	// capture.DefaultDecoupledBuffer); past it the handler is given gaps
 	// and the traffic goes on unchanged.
@@ -55,6 +71,10 @@ type Proxy struct {
 	// with other sources (more proxies, the broker) that feed the same
 	// pipeline, so flow numbers stay unique.
 	Serial *capture.Serial
+
+	caOnce sync.Once
+	ca     *CA
+	caErr  error
 
 	serial *capture.Serial // Serial, or the proxy's own
 	// dec feeds serial from a goroutine of its own: forwarding never
@@ -95,6 +115,19 @@ func (p *Proxy) Serve(ctx context.Context) error {
 }
 
 func listen(r Route) (net.Listener, error) {
+	if _, err := routeCert(r); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", r.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	return ln, nil
+}
+
+// routeCert is the TLS configuration of a route's own certificate, nil
+// without one.
+func routeCert(r Route) (*tls.Config, error) {
 	var cfg *tls.Config
 	switch {
 	case r.TLSCert != "" && r.TLSKey != "":
@@ -106,14 +139,7 @@ func listen(r Route) (net.Listener, error) {
 	case r.TLSCert != "" || r.TLSKey != "":
 		return nil, fmt.Errorf("proxy: %s: TLS needs both a certificate and a key", r.Listen)
 	}
-	ln, err := net.Listen("tcp", r.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if cfg != nil {
-		ln = tls.NewListener(ln, cfg)
-	}
-	return ln, nil
+	return cfg, nil
 }
 
 // ServeListeners is Serve on listeners already open, one per route, in
@@ -126,6 +152,14 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 	p.serial = p.Serial
 	if p.serial == nil {
 		p.serial = capture.NewSerial(p.Handler)
+	}
+	certs := make([]*tls.Config, len(p.Routes))
+	for i, r := range p.Routes {
+		cfg, err := routeCert(r)
+		if err != nil {
+			return err
+		}
+		certs[i] = cfg
 	}
 	p.dec = capture.NewDecoupled(p.serial, p.DecodeBuffer)
 	defer p.dec.Shutdown()
@@ -149,8 +183,13 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 	}
 	for i, ln := range listeners {
 		tlsNote := ""
-		if p.Routes[i].TLSCert != "" {
-			tlsNote = " (TLS toward clients)"
+		switch {
+		case certs[i] != nil:
+			tlsNote = " (TLS toward clients with the given certificate)"
+		case p.NoIntercept:
+			tlsNote = " (TLS passed through undecoded)"
+		default:
+			tlsNote = " (TLS intercepted with wiretap's CA: 'wiretap ca' shows it)"
 		}
 		p.logf("proxy: listening on %s -> %s%s", ln.Addr(), p.Routes[i].Upstream, tlsNote)
 		wg.Go(func() {
@@ -182,7 +221,7 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 				}
 				wg.Go(func() {
 					defer track(c, false)
-					p.handle(ctx, p.Routes[i], c, track)
+					p.handle(ctx, p.Routes[i], certs[i], c, track)
 				})
 			}
 		})
@@ -204,22 +243,35 @@ func (p *Proxy) logf(format string, args ...any) {
 }
 
 // handle forwards one client connection.
-func (p *Proxy) handle(ctx context.Context, r Route, client net.Conn, track func(net.Conn, bool) bool) {
+func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client net.Conn, track func(net.Conn, bool) bool) {
 	defer client.Close()
+	peer := client.RemoteAddr()
+	start := startPlain
 	if tc, ok := client.(*tls.Conn); ok {
+		// A TLS listener of the caller's (ServeListeners).
 		hctx, cancel := context.WithTimeout(ctx, orDefault(p.HandshakeTimeout))
 		err := tc.HandshakeContext(hctx)
 		cancel()
 		if err != nil {
-			p.logf("proxy: %s: client %s: TLS handshake: %v", r.Listen, client.RemoteAddr(), err)
+			p.logf("proxy: %s: client %s: TLS handshake: %v", r.Listen, peer, err)
 			return
 		}
+	} else if cert != nil || !p.NoIntercept {
+		c, s, err := p.clientStart(r, cert, client)
+		if err != nil {
+			p.logf("proxy: %s: client %s: %v", r.Listen, peer, err)
+			return
+		}
+		client, start = c, s
 	}
 	dctx, cancel := context.WithTimeout(ctx, orDefault(p.DialTimeout))
 	up, err := p.dial(dctx, r.Upstream)
+	if err == nil {
+		up, err = p.upstreamStart(dctx, r, start, up)
+	}
 	cancel()
 	if err != nil {
-		p.logf("proxy: %s: client %s: %v", r.Listen, client.RemoteAddr(), err)
+		p.logf("proxy: %s: client %s: %v", r.Listen, peer, err)
 		return
 	}
 	defer up.Close()
@@ -294,6 +346,9 @@ func abort(c net.Conn) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
+	if bc, ok := c.(*bufConn); ok {
+		c = bc.Conn
+	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetLinger(0)
 	}
@@ -312,7 +367,7 @@ func closeWrite(c net.Conn) {
 
 func (p *Proxy) dial(ctx context.Context, upstream string) (net.Conn, error) {
 	if addr, ok := strings.CutPrefix(upstream, "tls://"); ok {
-		cfg := p.UpstreamTLS
+		cfg := p.UpstreamTLSConfig
 		if cfg == nil {
 			host, _, _ := net.SplitHostPort(addr)
 			cfg = &tls.Config{ServerName: host}

@@ -275,9 +275,9 @@ func TestProxyTLS(t *testing.T) {
 	front.Close() // Serve opens it again, with the certificate
 	col := newCollector()
 	p := &proxy.Proxy{
-		Routes:      []proxy.Route{{Listen: frontAddr, Upstream: "tls://" + up.Addr().String(), TLSCert: certFile, TLSKey: keyFile}},
-		Handler:     col,
-		UpstreamTLS: &tls.Config{RootCAs: pool, ServerName: "localhost"},
+		Routes:            []proxy.Route{{Listen: frontAddr, Upstream: "tls://" + up.Addr().String(), TLSCert: certFile, TLSKey: keyFile}},
+		Handler:           col,
+		UpstreamTLSConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -296,11 +296,17 @@ func TestProxyTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A plain-text client on the TLS port fails alone.
+	// A plain-text client on the same port is forwarded as it is: each
+	// protocol starts TLS its own way, and this one did not.
 	if pc, err := net.Dial("tcp", frontAddr); err == nil {
-		pc.Write([]byte("AMQP\x00\x00\x09\x01"))
-		io.ReadAll(pc)
+		pc.Write([]byte("plain client"))
+		pc.(*net.TCPConn).CloseWrite()
+		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if got, _ := io.ReadAll(pc); string(got) != "PLAIN CLIENT" {
+			t.Errorf("plain client got %q", got)
+		}
 		pc.Close()
+		<-col.closed
 	}
 	if got := talk(t, c, "secret"); got != "SECRET" {
 		t.Errorf("got %q", got)

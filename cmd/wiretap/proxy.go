@@ -26,15 +26,26 @@ func newProxyCmd() *cobra.Command {
 		w        writeFlags
 		headless bool
 		decBuf   int
+		upTLS    string
+		noInt    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [-w OUT.pcapng] [--headless]",
 		Short: "Sit in front of a server as a TCP proxy and decode what passes",
 		Long: `proxy accepts clients on --listen, connects each to --upstream and decodes the
 traffic both ways. --listen/--upstream may be repeated in pairs to proxy
-several servers at once. With --tls-cert and --tls-key the proxy
-terminates TLS toward its clients; an upstream written tls://host:port is
-reached over TLS. No privileges are needed.`,
+several servers at once. No privileges are needed.
+
+TLS is intercepted, so that encrypted sessions are decoded in clear: the
+proxy speaks each protocol's own TLS start (PostgreSQL's SSLRequest,
+answered S, and a GSSENCRequest answered N; a ClientHello from the first
+byte for AMQPS or PostgreSQL 17's direct TLS) and terminates it with
+--tls-cert/--tls-key, or else with a certificate issued by wiretap's own
+CA, made on first use ('wiretap ca' shows where it is, to trust it).
+--no-intercept passes TLS through untouched instead. Toward the server,
+--upstream-tls auto sends the proxy's own SSLRequest for a PostgreSQL
+client that asked for TLS and uses TLS when the server accepts; an
+upstream written tls://host:port is reached over TLS.`,
 		Example: `  wiretap proxy --listen 127.0.0.1:15672 --upstream 127.0.0.1:5672
   wiretap proxy --listen :6432 --upstream db:5432 --headless --format pqtrace`,
 		Args: cobra.NoArgs,
@@ -51,9 +62,14 @@ reached over TLS. No privileges are needed.`,
 			if decBuf <= 0 {
 				return usageErr("--decode-buffer %d: must be positive", decBuf)
 			}
+			switch upTLS {
+			case "auto", "require", "disable":
+			default:
+				return usageErr("--upstream-tls %q: want auto, require or disable", upTLS)
+			}
 			routes := make([]proxy.Route, len(listens))
 			for i := range listens {
-				routes[i] = proxy.Route{Listen: listens[i], Upstream: ups[i]}
+				routes[i] = proxy.Route{Listen: listens[i], Upstream: ups[i], UpstreamTLS: upTLS}
 				if len(certs) == 1 {
 					routes[i].TLSCert, routes[i].TLSKey = certs[0], keys[0]
 				} else if len(certs) > 0 {
@@ -73,7 +89,7 @@ reached over TLS. No privileges are needed.`,
 				}
 			}
 			src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
-				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf}
+				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf, NoIntercept: noInt}
 				return p.Serve(ctx)
 			}
 			proxyLog := func(o *tui.Options) { o.Err = mergeErrs(o.Err, logs) }
@@ -84,6 +100,8 @@ reached over TLS. No privileges are needed.`,
 	cmd.Flags().StringArrayVar(&ups, "upstream", nil, "server to forward to, host:port or tls://host:port (repeatable)")
 	cmd.Flags().StringArrayVar(&certs, "tls-cert", nil, "PEM certificate to terminate TLS with")
 	cmd.Flags().StringArrayVar(&keys, "tls-key", nil, "PEM key for --tls-cert")
+	cmd.Flags().StringVar(&upTLS, "upstream-tls", "auto", "TLS toward the server for a PostgreSQL client that asked for it: auto (ask the server), require, disable")
+	cmd.Flags().BoolVar(&noInt, "no-intercept", false, "pass TLS through untouched (undecoded) instead of terminating it with wiretap's CA")
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")

@@ -302,10 +302,10 @@ func (p *wirePublisher) publish(r *route, body []byte) error {
 
 func (p *wirePublisher) flush() error { return p.c.flush() }
 
-// interrupt lets a write under way finish for half the close grace (the
+// interrupt lets a write under way finish for the close grace (the
 // broker is reading, just slower than the producer writes) and only then
 // cuts it, so a run's end normally leaves whole frames and a clean close.
-func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now().Add(closeGrace / 2)) }
+func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now().Add(closeGrace)) }
 
 func (p *wirePublisher) close() {
 	p.c.shutdown(false)
