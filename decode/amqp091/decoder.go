@@ -49,6 +49,7 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 	for i := range d.dirs {
 		d.dirs[i].synced = true
 	}
+	d.acct = d.opt.Budget.NewAccount()
 	return d
 }
 
@@ -72,9 +73,13 @@ type Decoder struct {
 	// inflight is the body bytes copied for messages not yet complete, on
 	// all channels: bounded by Options.MaxMessage.
 	inflight int
-	units    []decode.Unit // unit slab
-	raw      []byte        // byte slab
-	msgSlab  []message     // message slab
+	// acct is the connection's part of the memory budget (nil: none);
+	// the copied body bytes are charged to it.
+	acct    *decode.Account
+	lastFed time.Time     // time of the latest bytes fed
+	units   []decode.Unit // unit slab
+	raw     []byte        // byte slab
+	msgSlab []message     // message slab
 	// Sizes of the next slabs: they start small and double up to the
 	// constants below, so that many short connections (60k of them in a
 	// hostile capture) do not cost a full slab each.
@@ -118,10 +123,32 @@ type assembly struct {
 	body                   []byte // at most MaxMessage bytes of the body
 	cut                    bool   // body exceeded MaxMessage
 	frames                 int
+	// hold charges the copied body to the memory budget; budgetCut says
+	// the budget refused or took back the body.
+	hold      decode.Hold
+	budgetCut bool
+	d         *Decoder
+	dir       decode.Dir
+	channel   uint16
+}
+
+// Evict implements [decode.Holder]: the budget took back the body copied
+// so far, which is then counted but not kept.
+func (a *assembly) Evict(_ *decode.Hold, why string) {
+	d := a.d
+	d.inflight -= len(a.body)
+	n := len(a.body)
+	a.body, a.cut, a.budgetCut = nil, true, true
+	u := d.unit(a.dir, d.dirs[a.dir].s.Pos, nil, d.lastFed)
+	u.Type, u.Channel, u.HasChannel = "warning", a.channel, true
+	u.Summary = "memory budget: the body of the message in progress on channel " + strconv.Itoa(int(a.channel)) + " dropped"
+	u.Warn("amqp091: the body copied so far (" + strconv.Itoa(n) + " bytes) of the message in progress on channel " + strconv.Itoa(int(a.channel)) + " dropped: " + why)
+	d.emit(u)
 }
 
 // Feed implements decode.Decoder.
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	d.lastFed = t
 	ds := &d.dirs[dir&1]
 	buf := ds.s.Push(data)
 	n := d.parse(dir&1, buf, t, false)
@@ -181,6 +208,9 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 	}
 	d.flushJunk(dir)
 	ds.s.Keep(len(buf), nil)
+	for ch := range ds.msgs {
+		d.drop(ds, ch) // never completed: give back what they held
+	}
 }
 
 // dissectMalformed shows the bytes kept of what could not be decoded.
@@ -595,7 +625,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			u.Warn("previous message on this channel was incomplete")
 			d.drop(ds, u.Channel)
 		}
-		ds.msgs[u.Channel] = &assembly{method: p, methodUnit: u}
+		ds.msgs[u.Channel] = &assembly{method: p, methodUnit: u, d: d, dir: dir, channel: u.Channel}
 	}
 	u.Summary = d.summary(u.Dir, 0, s)
 }
@@ -721,10 +751,15 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		a.frames++
 		if a.frames == 1 && a.got >= a.bodySize {
 			a.body = p // the whole body is in this unit: share its bytes
-		} else if room := min(d.opt.MaxMessage-len(a.body), d.opt.MaxMessage-d.inflight); room > 0 {
-			d.inflight += min(room, len(p))
-			a.body = append(a.body, p[:min(room, len(p))]...)
-			a.cut = a.cut || room < len(p)
+		} else if room := min(d.opt.MaxMessage-len(a.body), d.opt.MaxMessage-d.inflight); room > 0 && !a.budgetCut {
+			k := min(room, len(p))
+			if a.hold.Grow(d.acct, a, int64(k)) {
+				d.inflight += k
+				a.body = append(a.body, p[:k]...)
+				a.cut = a.cut || room < len(p)
+			} else {
+				a.cut, a.budgetCut = true, true
+			}
 		} else if len(p) > 0 {
 			a.cut = true
 		}
@@ -752,6 +787,7 @@ func (d *Decoder) drop(ds *direction, ch uint16) {
 		if a.frames > 1 || a.got < a.bodySize {
 			d.inflight -= len(a.body) // a copy, counted when appended
 		}
+		a.hold.Release()
 		delete(ds.msgs, ch)
 	}
 }
@@ -759,7 +795,10 @@ func (d *Decoder) drop(ds *direction, ch uint16) {
 // complete attaches the assembled message to u, the unit that completes it.
 func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	d.drop(&d.dirs[dir], u.Channel)
-	if a.cut {
+	switch {
+	case a.budgetCut:
+		u.Warn("message body not kept for display: the memory budget (--max-memory) had no room for it")
+	case a.cut:
 		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
 	}
 	// Messages are kept by every unit that completes one: slab-allocate
