@@ -140,13 +140,17 @@ as 'wiretap read' decodes a capture. With --headless it prints the units
 instead, with every flag of 'read'.
 
 Point any AMQP 0-9-1 client at it instead of RabbitMQ; the default user is
-guest/guest, from loopback only, as in RabbitMQ. The broker announces
+guest/guest, from loopback only, as in RabbitMQ. The same listener speaks
+AMQP 1.0 too, as RabbitMQ 4 does (SASL PLAIN, addresses /queues/NAME and
+/exchanges/NAME/KEY): its bare messages are stored and delivered as the
+bytes that arrived. The broker announces
 product "RabbitMQ" (clients gate RabbitMQ's semantics on it) and says what it
 is in its platform and information properties.
 
 In the TUI, b opens the broker panel (exchanges, queues, bindings,
-connections, channels, consumers, users) and :route EXCHANGE KEY explains a
-route against the live topology. RabbitMQ's management HTTP API (the part
+connections, channels, consumers, users, latency histograms) and :route
+EXCHANGE KEY explains a route against the live topology; each publish's
+route is also in its units (broker.route.* fields, filterable). RabbitMQ's management HTTP API (the part
 tools use) answers on --management.
 
 Messages live in memory: durable queues and persistent messages are
