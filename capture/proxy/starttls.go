@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -125,7 +126,7 @@ func (p *Proxy) serverTLS(r Route, cert *tls.Config, c net.Conn) (*tls.Conn, err
 		}
 		cert = ca.ServerConfig(host)
 	}
-	tc := tls.Server(c, cert)
+	tc := tls.Server(c, withALPN(cert))
 	ctx, cancel := context.WithTimeout(context.Background(), orDefault(p.HandshakeTimeout))
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -210,4 +211,20 @@ func (p *Proxy) clientTLS(ctx context.Context, r Route, up net.Conn) (net.Conn, 
 		return nil, fmt.Errorf("upstream %s: TLS handshake: %w", r.Upstream, err)
 	}
 	return tc, nil
+}
+
+// withALPN answers the ALPN protocols the proxy's protocols use:
+// PostgreSQL 17's direct TLS requires the server to select "postgresql";
+// a client that offers no ALPN, or others, is served without.
+func withALPN(base *tls.Config) *tls.Config {
+	cfg := base.Clone()
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if slices.Contains(hello.SupportedProtos, "postgresql") {
+			c := base.Clone()
+			c.NextProtos = []string{"postgresql"}
+			return c, nil
+		}
+		return nil, nil
+	}
+	return cfg
 }

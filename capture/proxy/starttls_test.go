@@ -1,0 +1,82 @@
+package proxy_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/capture/proxy"
+)
+
+// TestInterceptStarts: each protocol's TLS start is taken over with a
+// certificate from the proxy's CA, and what passes is seen in clear: a
+// PostgreSQL client's GSSENCRequest (answered N) then SSLRequest (answered
+// S), and a client that starts TLS at once offering PostgreSQL 17's ALPN.
+func TestInterceptStarts(t *testing.T) {
+	up := listen(t)
+	defer up.Close()
+	go echoUpper(t, up)
+	caDir := t.TempDir()
+	col := newCollector()
+	front := listen(t)
+	p := &proxy.Proxy{Routes: []proxy.Route{{Listen: front.Addr().String(), Upstream: up.Addr().String(), UpstreamTLS: "disable"}},
+		Handler: col, CADir: caDir}
+	startProxy(t, p, front)
+	ca, err := proxy.LoadOrCreateCA(caDir) // made now; the proxy loads it on first use
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Certificate())
+
+	request := func(code uint32) []byte {
+		b := make([]byte, 8)
+		binary.BigEndian.PutUint32(b, 8)
+		binary.BigEndian.PutUint32(b[4:], code)
+		return b
+	}
+	c, err := net.Dial("tcp", front.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	answer := make([]byte, 1)
+	c.Write(request(80877104)) // GSSENCRequest
+	if _, err := io.ReadFull(c, answer); err != nil || answer[0] != 'N' {
+		t.Fatalf("GSSENCRequest answered %q %v, want N", answer, err)
+	}
+	c.Write(request(80877103)) // SSLRequest
+	if _, err := io.ReadFull(c, answer); err != nil || answer[0] != 'S' {
+		t.Fatalf("SSLRequest answered %q %v, want S", answer, err)
+	}
+	// The certificate verifies against the CA, for the name asked for.
+	tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "db.example"})
+	if got := talk(t, tc, "select 1"); got != "SELECT 1" {
+		t.Fatalf("through the intercepted TLS: %q", got)
+	}
+	direct, err := tls.Dial("tcp", front.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{"postgresql"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := direct.ConnectionState().NegotiatedProtocol; got != "postgresql" {
+		t.Errorf("direct TLS negotiated ALPN %q, want postgresql", got)
+	}
+	if got := talk(t, direct, "direct"); got != "DIRECT" {
+		t.Fatalf("through direct TLS: %q", got)
+	}
+	// The handler saw clear text, and not the negotiation.
+	for range 2 {
+		id := <-col.closed
+		col.busy.Lock()
+		b := col.data[id]
+		if bytes.Contains(b[0].Bytes(), request(80877103)) || !(bytes.HasPrefix(b[0].Bytes(), []byte("select 1")) || bytes.HasPrefix(b[0].Bytes(), []byte("direct"))) {
+			t.Errorf("flow %d: the handler saw %q", id, b[0].Bytes())
+		}
+		col.busy.Unlock()
+	}
+}
