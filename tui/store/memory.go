@@ -15,8 +15,14 @@ import (
 // bytes of its Raw while they are resident. When the sum passes the
 // budget, the oldest units' bytes are written, in order, to a spill file
 // (a temporary file, removed at once where the system allows it, else at
-// Close) and their Raw is released; [Store.Load] and [View.Load] read them
-// back. Field trees are not kept: Dissect rebuilds them from the bytes.
+// Close) and the store keeps a copy of each without its Raw;
+// [Store.Load] and [View.Load] read the bytes back. Field trees are not
+// kept: Dissect rebuilds them from the bytes.
+//
+// What is accounted as freed is freed only when nothing else holds the
+// unit: a unit that another unit's field tree reads (an AMQP 0-9-1 message
+// keeps its method and header frames) stays in memory, and a unit's bytes
+// share a slab with its neighbours' in the decoders.
 //
 // Eviction is first in, first out, so the spill file holds the units
 // [0, evicted) back to back and one offset per unit finds them. The index
@@ -29,9 +35,10 @@ import (
 var indexCost = int64(unsafe.Sizeof(decode.Unit{})) + 8 + 3*4 + 8
 
 type memory struct {
-	// mu guards the Raw field of the store's units: the UI goroutine, the
-	// only writer, takes it to release bytes; background readers (a
-	// View's Load) hold it for reading while they look at a unit.
+	// mu guards the store's units slice: the UI goroutine, the only
+	// writer, takes it to put copies without bytes in the place of spilled
+	// units; background readers (a View) hold it for reading while they
+	// read places.
 	mu sync.RWMutex
 
 	budget  int64 // 0: no budget, nothing is spilled
@@ -120,11 +127,20 @@ func (s *Store) evict() {
 		m.err = errors.New("store: spill file: " + err.Error())
 		return
 	}
-	// Only now, with the bytes on file, may readers be sent there.
+	// Only now, with the bytes on file, may readers be sent there. Units
+	// are never modified once emitted (another unit's field tree may read
+	// their bytes: an AMQP 0-9-1 message its method and header frames), so
+	// a spilled unit's place holds a copy without the bytes, and the unit
+	// itself, with them, lives on only as long as something else refers
+	// to it.
+	stubs := make([]decode.Unit, upto-from)
 	m.mu.Lock()
 	m.off = append(m.off, offs...)
 	for i := from; i < upto; i++ {
-		s.units[i].Raw = nil
+		st := &stubs[i-from]
+		*st = *s.units[i]
+		st.Raw = nil
+		s.units[i] = st
 	}
 	m.evicted = upto
 	m.mu.Unlock()

@@ -3,12 +3,16 @@ package store
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/filter"
+	"github.com/wiretap-dev/wiretap/pipeline"
 	"github.com/wiretap-dev/wiretap/tui/internal/fake"
 )
 
@@ -54,10 +58,14 @@ func TestBudgetBoundsAccountedMemory(t *testing.T) {
 	}
 	var resident int64
 	for i, u := range units {
-		if (i < n) != (u.Raw == nil) {
-			t.Fatalf("unit %d: resident %v, %d spilled", i, u.Raw != nil, n)
+		held := s.Unit(int32(i))
+		if (i < n) != (held.Raw == nil) || held.N != u.N {
+			t.Fatalf("unit %d: resident %v, %d spilled", i, held.Raw != nil, n)
 		}
-		resident += int64(len(u.Raw))
+		if u.Raw == nil {
+			t.Fatalf("unit %d was modified", i)
+		}
+		resident += int64(len(held.Raw))
 	}
 	if used, _ := s.Memory(); used != s.mem.index+resident {
 		t.Fatalf("accounted %d, index %d + resident %d", used, s.mem.index, resident)
@@ -225,5 +233,80 @@ func TestSpillWhileScanning(t *testing.T) {
 	}
 	if bad := <-done; bad != "" {
 		t.Fatal(bad)
+	}
+}
+
+// decodeFile returns the units wiretap read gives for a capture.
+func decodeFile(t *testing.T, path string) []*decode.Unit {
+	t.Helper()
+	var units []*decode.Unit
+	pl := pipeline.New(pipeline.Config{Sink: func(u *decode.Unit) { units = append(units, u) }})
+	if _, err := capture.ReadFile(path, pl, nil); err != nil {
+		t.Fatal(err)
+	}
+	pl.Finish()
+	return units
+}
+
+// tree renders a unit's field tree with everything the detail pane and
+// the filters read.
+func tree(u *decode.Unit) string {
+	var b strings.Builder
+	decode.Walk(u.Fields(), func(f *decode.Field) bool {
+		b.WriteString(f.Key + " " + f.Name + "=" + decode.FormatValue(f.Value) + " " + f.Display + " @" + strconv.Itoa(f.Offset) + "+" + strconv.Itoa(f.Length) + "\n")
+		return true
+	})
+	return string(u.Raw) + "\n" + b.String()
+}
+
+// TestSpilledRealUnits: on real captures, whose field trees read other
+// units' bytes (an AMQP 0-9-1 message shows its method and header frames)
+// and nest units (PostgreSQL's CompressedMessages), every unit spilled
+// gives the field tree and the filter rows it gives in memory.
+func TestSpilledRealUnits(t *testing.T) {
+	exprs := []string{
+		`amqp.method.arguments.routing_key`,
+		`amqp.message.body-size > 0`,
+		`amqp.message.body contains "a"`,
+		`pgsql.query contains "SELECT"`,
+		`amqp.performative == "transfer"`,
+	}
+	for _, name := range []string{"amqp091-pika.pcapng", "amqp091-go.pcapng", "amqp10-goamqp.pcapng", "pgsql-libpq-zstd.pcapng", "pgsql-pgx-lz4.pcapng"} {
+		path := filepath.Join("..", "..", "testdata", name)
+		ref, spilled := New(), New()
+		ref.Append(decodeFile(t, path))
+		spilled.SetBudget(1)
+		units := decodeFile(t, path)
+		for i := 0; i < len(units); i += 50 {
+			spilled.Append(units[i:min(i+50, len(units))])
+		}
+		defer spilled.Close()
+		if k, err := spilled.Spilled(); k != len(units) || err != nil {
+			t.Fatalf("%s: %d of %d spilled (%v)", name, k, len(units), err)
+		}
+		v := spilled.Snapshot()
+		for i := range int32(len(units)) {
+			want := tree(ref.Unit(i))
+			if got := tree(spilled.Load(i)); got != want {
+				t.Fatalf("%s #%d: field tree\n%s\nwant\n%s", name, ref.Unit(i).N, got, want)
+			}
+			if got := tree(v.Load(i)); got != want {
+				t.Fatalf("%s #%d: field tree from a view differs", name, ref.Unit(i).N)
+			}
+			if ref.Parent(i) != spilled.Parent(i) || len(ref.Kids(i)) != len(spilled.Kids(i)) || ref.Answer(i) != spilled.Answer(i) {
+				t.Fatalf("%s #%d: parent, kids or answer differ", name, ref.Unit(i).N)
+			}
+		}
+		for _, e := range exprs {
+			f, err := filter.Compile(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := ScanAll(context.Background(), ref.Snapshot(), 0, f.Match, nil)
+			got, _ := ScanAll(context.Background(), v, 0, f.Match, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %s: %d rows, want %d", name, e, len(got), len(want))
+			}
+		}
 	}
 }

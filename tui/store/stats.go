@@ -46,7 +46,7 @@ type Stats struct {
 func StatsOf(units View, buckets int) Stats {
 	s := New()
 	s.src = &units
-	s.Append(units.units)
+	s.Append(units.places())
 	return s.Stats(buckets)
 }
 

@@ -21,10 +21,30 @@ func ViewOf(units []*decode.Unit) View { return View{units: units[:len(units):le
 // Len reports how many units the view holds.
 func (v View) Len() int { return len(v.units) }
 
-// Unit returns unit i as indexed: every field but Raw, which is nil once
-// the bytes were spilled and must not be read from another goroutine than
-// the UI's; [View.Load] gives the bytes.
-func (v View) Unit(i int32) *decode.Unit { return v.units[i] }
+// Unit returns unit i as indexed (see [Store.Unit]); [View.Load] gives
+// the bytes.
+func (v View) Unit(i int32) *decode.Unit {
+	if !v.budgeted() {
+		return v.units[i]
+	}
+	v.s.mem.mu.RLock()
+	defer v.s.mem.mu.RUnlock()
+	return v.units[i]
+}
+
+// places copies the view's units as indexed.
+func (v View) places() []*decode.Unit {
+	if !v.budgeted() {
+		return v.units
+	}
+	out := make([]*decode.Unit, len(v.units))
+	for b := 0; b < len(out); b += rangeBlock {
+		v.s.mem.mu.RLock()
+		copy(out[b:min(b+rangeBlock, len(out))], v.units[b:])
+		v.s.mem.mu.RUnlock()
+	}
+	return out
+}
 
 // budgeted says whether units of the view may have their bytes spilled.
 func (v View) budgeted() bool { return v.s != nil && v.s.mem.budget > 0 }
@@ -46,8 +66,8 @@ const rangeBlock = 1024
 
 // Range calls fn, in order, for units [lo, hi) with their bytes, until fn
 // returns false; it reports whether it reached hi. Spilled units are read
-// back a block at a time, in one read per block; fn must not call back
-// into the store.
+// back a block at a time, in one read per block; fn runs with the store's
+// lock held for reading and must not call back into the store.
 func (v View) Range(lo, hi int, fn func(i int32, u *decode.Unit) bool) bool {
 	if !v.budgeted() {
 		for i := lo; i < hi; i++ {
@@ -97,8 +117,8 @@ func (v View) Head(n int) View {
 // [View.Unit]).
 func (v View) All() iter.Seq2[int32, *decode.Unit] {
 	return func(yield func(int32, *decode.Unit) bool) {
-		for i, u := range v.units {
-			if !yield(int32(i), u) {
+		for i := range v.units {
+			if !yield(int32(i), v.Unit(int32(i))) {
 				return
 			}
 		}
