@@ -809,7 +809,7 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	}
 	m := &d.msgSlab[0]
 	d.msgSlab = d.msgSlab[1:]
-	m.methodUnit, m.headerUnit, m.size, m.cut = a.methodUnit, a.headerUnit, a.got, a.cut
+	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
 	if a.frames == 1 && len(a.body) > 0 && &a.body[0] == &u.Raw[FrameHeaderSize] {
 		m.bodyInUnit = true
 	} else {

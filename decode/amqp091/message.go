@@ -12,9 +12,11 @@ import (
 // emission) or, for bodies spread over several frames, a copy bounded by
 // Options.MaxMessage.
 type message struct {
-	// methodUnit and headerUnit are the frames that carried the method and
-	// the content header (a header-less message has none).
-	methodUnit, headerUnit *decode.Unit
+	// method and header are the payloads of the frames that carried the
+	// method and the content header (a header-less message has none):
+	// slices of those units' Raw, not the units, so that a store may let
+	// go of a unit's Raw (spilling it) without the message losing them.
+	method, header []byte
 	// body is the body kept for display, unless bodyInUnit says it is the
 	// payload of the completing unit itself (a body in one frame).
 	body       []byte
@@ -35,7 +37,7 @@ func framePayload(u *decode.Unit) []byte {
 func (m *message) dissect(u *decode.Unit) []*decode.Field {
 	fs := dissectFrame(u)
 	mf := &decode.Field{Key: "message", Name: "amqp.message", Kind: decode.KindMap}
-	method, header, body := framePayload(m.methodUnit), framePayload(m.headerUnit), m.body
+	method, header, body := m.method, m.header, m.body
 	if m.bodyInUnit {
 		body = framePayload(u)
 	}
