@@ -15,14 +15,15 @@ import (
 // bytes of its Raw while they are resident. When the sum passes the
 // budget, the oldest units' bytes are written, in order, to a spill file
 // (a temporary file, removed at once where the system allows it, else at
-// Close) and the store keeps a copy of each without its Raw;
-// [Store.Load] and [View.Load] read the bytes back. Field trees are not
-// kept: Dissect rebuilds them from the bytes.
+// Close) and their Raw is released (the one write to a unit after it is
+// emitted: the bytes themselves are never written); [Store.Load] and
+// [View.Load] read them back, into copies of the units. Field trees are
+// not kept: Dissect rebuilds them from the bytes.
 //
 // What is accounted as freed is freed only when nothing else holds the
-// unit: a unit that another unit's field tree reads (an AMQP 0-9-1 message
-// keeps its method and header frames) stays in memory, and a unit's bytes
-// share a slab with its neighbours' in the decoders.
+// bytes: an AMQP 0-9-1 message keeps its method's and header's, and the
+// decoders carve the bytes of small units from slabs shared by their
+// neighbours; a large unit's bytes are its own.
 //
 // Eviction is first in, first out, so the spill file holds the units
 // [0, evicted) back to back and one offset per unit finds them. The index
@@ -35,10 +36,9 @@ import (
 var indexCost = int64(unsafe.Sizeof(decode.Unit{})) + 8 + 3*4 + 8
 
 type memory struct {
-	// mu guards the store's units slice: the UI goroutine, the only
-	// writer, takes it to put copies without bytes in the place of spilled
-	// units; background readers (a View) hold it for reading while they
-	// read places.
+	// mu guards the Raw field of the store's units: the UI goroutine, the
+	// only writer, takes it to release spilled units' bytes; background
+	// readers (a View) hold it for reading while they look at units.
 	mu sync.RWMutex
 
 	budget  int64 // 0: no budget, nothing is spilled
@@ -127,20 +127,13 @@ func (s *Store) evict() {
 		m.err = errors.New("store: spill file: " + err.Error())
 		return
 	}
-	// Only now, with the bytes on file, may readers be sent there. Units
-	// are never modified once emitted (another unit's field tree may read
-	// their bytes: an AMQP 0-9-1 message its method and header frames), so
-	// a spilled unit's place holds a copy without the bytes, and the unit
-	// itself, with them, lives on only as long as something else refers
-	// to it.
-	stubs := make([]decode.Unit, upto-from)
+	// Only now, with the bytes on file, may readers be sent there. The
+	// bytes themselves are never written: what holds a slice of them (an
+	// AMQP 0-9-1 message its method's and header's) keeps them.
 	m.mu.Lock()
 	m.off = append(m.off, offs...)
 	for i := from; i < upto; i++ {
-		st := &stubs[i-from]
-		*st = *s.units[i]
-		st.Raw = nil
-		s.units[i] = st
+		s.units[i].Raw = nil
 	}
 	m.evicted = upto
 	m.mu.Unlock()

@@ -143,9 +143,8 @@ func (s *Store) ConnCounts(c int) Counts { return s.counts[c] }
 // Len reports how many units the store holds.
 func (s *Store) Len() int { return len(s.units) }
 
-// Unit returns the unit at index i as indexed: once spilled, a copy
-// without its Raw (and so not the unit other units refer to);
-// [Store.Load] gives the bytes.
+// Unit returns the unit at index i as indexed: once spilled, its Raw is
+// nil; [Store.Load] gives the bytes.
 func (s *Store) Unit(i int32) *decode.Unit { return s.units[i] }
 
 // Snapshot returns a view of the units appended so far, for background
@@ -168,7 +167,6 @@ func (s *Store) Parent(i int32) int32 {
 	if u.Parent == nil {
 		return -1
 	}
-	// By number: a spilled container's place holds a copy (memory.go).
 	p := s.IndexOfN(u.Parent.N)
 	if p < 0 || s.units[p].N != u.Parent.N {
 		return -1
