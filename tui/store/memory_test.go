@@ -306,3 +306,43 @@ func TestSpilledRealUnits(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScanSpilled: a filter on a field over 100k units, all in
+// memory and all spilled (read back a block at a time).
+func BenchmarkScanSpilled(b *testing.B) {
+	f, err := filter.Compile(`amqp.method.arguments.routing_key == "orders"`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		budget int64
+	}{{"resident", 0}, {"spilled", 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			units := fake.Generate(100000, 5)
+			s := New()
+			s.SetBudget(c.budget)
+			defer s.Close()
+			s.Append(units)
+			b.ReportAllocs()
+			for b.Loop() {
+				ScanAll(context.Background(), s.Snapshot(), 0, f.Match, nil)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e5, "ns/unit")
+		})
+	}
+}
+
+// BenchmarkLoadSpilled: what the detail pane pays to show a spilled unit.
+func BenchmarkLoadSpilled(b *testing.B) {
+	s := New()
+	s.SetBudget(1)
+	defer s.Close()
+	s.Append(bulky(1000))
+	b.ReportAllocs()
+	i := int32(0)
+	for b.Loop() {
+		s.Load(i)
+		i = (i + 7) % 1000
+	}
+}
