@@ -26,6 +26,7 @@ func newProxyCmd() *cobra.Command {
 		w        writeFlags
 		headless bool
 		decBuf   int
+		memory   memoryFlag
 		upTLS    string
 		noInt    bool
 	)
@@ -57,6 +58,10 @@ upstream written tls://host:port is reached over TLS.`,
 				return usageErr("proxy: give --tls-cert and --tls-key together, once or once per --listen")
 			}
 			if err := f.check(); err != nil {
+				return err
+			}
+			budget, err := memory.option()
+			if err != nil {
 				return err
 			}
 			if decBuf <= 0 {
@@ -93,7 +98,7 @@ upstream written tls://host:port is reached over TLS.`,
 				return p.Serve(ctx)
 			}
 			proxyLog := func(o *tui.Options) { o.Err = mergeErrs(o.Err, logs) }
-			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src, proxyLog)
+			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src, proxyLog, budget)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listens, "listen", nil, "address to accept clients on (repeatable)")
@@ -105,6 +110,7 @@ upstream written tls://host:port is reached over TLS.`,
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
+	memory.register(cmd)
 	f.register(cmd)
 	return cmd
 }
