@@ -33,7 +33,9 @@ with kombu.Connection(url, connect_timeout=5, transport_options={"confirm_publis
             message.requeue()
         else:
             message.ack()
-    with conn.Consumer(q, callbacks=[on_message], prefetch_count=2, tag_prefix=prefix):
+    # Prefetch 1 makes the order certain: the requeued message comes back
+    # next, at its old place at the head.
+    with conn.Consumer(q, callbacks=[on_message], prefetch_count=1, tag_prefix=prefix):
         while len(got) < 6:
             conn.drain_events(timeout=5)
     note("consumed %r" % got)
