@@ -32,12 +32,12 @@ type Budget struct {
 const DefaultMaxMemory = 512 << 20
 
 // NewBudget returns a budget of limit bytes (<= 0: no limit). Each
-// connection may hold a quarter of it, or 16 MiB if that is more (but
-// never more than the limit).
+// connection may hold a quarter of it, or up to 16 MiB if that is more,
+// but never more than half: no single connection can take it all.
 func NewBudget(limit int64) *Budget {
 	b := &Budget{limit: limit}
 	if limit > 0 {
-		b.share = max(limit/4, min(limit, 16<<20))
+		b.share = max(limit/4, min(limit/2, 16<<20), 1)
 	}
 	return b
 }

@@ -71,6 +71,9 @@ func TestBudgetShare(t *testing.T) {
 		t.Errorf("share: evicted %q / %q", o1.evicted, o4.evicted)
 	}
 	// A single hold larger than the share is refused outright.
+	if small := NewBudget(8 << 20); small.Share() != 4<<20 {
+		t.Errorf("an 8 MiB budget's share is %d, want half", small.Share())
+	}
 	if big.Grow(a, &o3, 17<<20) || b.Refusals() != 1 {
 		t.Errorf("a hold past the share was granted (refusals %d)", b.Refusals())
 	}

@@ -28,7 +28,7 @@ func TestDecoderMemoryBudget(t *testing.T) {
 		return fs
 	}
 	// Three messages of 8 KiB interleaved frame by frame, under a budget
-	// whose share is 16 KiB: the first is dropped when the third grows.
+	// whose share is 16 KiB (half of 32): the first is dropped when the third grows.
 	var f [3][][]byte
 	for ch := range f {
 		f[ch] = frames(uint16(ch+1), bytes.Repeat([]byte{byte('a' + ch)}, 8<<10))
@@ -40,7 +40,7 @@ func TestDecoderMemoryBudget(t *testing.T) {
 		}
 	}
 	opt := decode.DefaultOptions()
-	opt.Budget = decode.NewBudget(16 << 10)
+	opt.Budget = decode.NewBudget(32 << 10)
 	d, r := newTestDecoder(opt)
 	d.Feed(decode.DirF, stream, t0)
 	d.End(decode.DirF, t0)

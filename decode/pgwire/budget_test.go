@@ -85,17 +85,17 @@ func TestCompressedStreamsManyMessages(t *testing.T) {
 	}
 }
 
-// TestCompressedWindowBudget: two connections whose zstd contexts do not
-// both fit: the older context is dropped with a warning unit on its
+// TestCompressedWindowBudget: three connections whose zstd contexts do
+// not all fit: the oldest context is dropped with a warning unit on its
 // connection, whose next container is then not decompressed, while the
-// newer decodes in full.
+// others decode in full.
 func TestCompressedWindowBudget(t *testing.T) {
 	row := (&pgwire.DataRow{Values: [][]byte{bytes.Repeat([]byte("x"), 1000)}}).Encode(nil)
-	parts := zstdPayloads(t, 4<<20, row, row)
+	parts := zstdPayloads(t, 2<<20, row, row)
 	opt := decode.DefaultOptions()
-	opt.Budget = decode.NewBudget(6 << 20) // share 16 MiB capped to 6 MiB: one 4 MiB window fits
-	var got [2][]*decode.Unit
-	var decs [2]decode.Decoder
+	opt.Budget = decode.NewBudget(6 << 20) // share 3 MiB: a 2 MiB window fits, three do not
+	var got [3][]*decode.Unit
+	var decs [3]decode.Decoder
 	for i := range decs {
 		i := i
 		decs[i] = pgwire.New(&decode.Conn{ID: i + 1, Proto: decode.ProtoPgSQL}, opt, func(u *decode.Unit) { got[i] = append(got[i], u) })
@@ -109,7 +109,7 @@ func TestCompressedWindowBudget(t *testing.T) {
 		d.End(decode.DirF, budgetT0)
 		d.End(decode.DirB, budgetT0)
 	}
-	var types [2][]string
+	var types [3][]string
 	for i := range got {
 		for _, u := range got[i] {
 			types[i] = append(types[i], u.Type)
@@ -125,8 +125,10 @@ func TestCompressedWindowBudget(t *testing.T) {
 			t.Errorf("conn 1 second container: %q", e)
 		}
 	}
-	if strings.Join(types[1], " ") != "CompressedMessages DataRow CompressedMessages DataRow" {
-		t.Errorf("conn 2: %v", types[1])
+	for i := 1; i < 3; i++ {
+		if strings.Join(types[i], " ") != "CompressedMessages DataRow CompressedMessages DataRow" {
+			t.Errorf("conn %d: %v", i+1, types[i])
+		}
 	}
 	b := opt.Budget
 	if b.High() > b.Limit() || b.Used() != 0 || b.Evictions() != 1 {
