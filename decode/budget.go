@@ -158,6 +158,24 @@ func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 	return true
 }
 
+// Resize sets the hold's charge to n bytes: less gives back the
+// difference, more is charged as [Hold.Grow] charges it (false: refused,
+// the charge unchanged).
+func (h *Hold) Resize(a *Account, owner Holder, n int64) bool {
+	switch {
+	case n <= 0:
+		h.Release()
+	case n < h.n:
+		d := h.n - n
+		h.acct.used -= d
+		h.acct.b.used -= d
+		h.n = n
+	case n > h.n:
+		return h.Grow(a, owner, n-h.n)
+	}
+	return true
+}
+
 // Release gives back everything the hold charged; the hold may be used
 // again.
 func (h *Hold) Release() {

@@ -136,3 +136,42 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamReserve(t *testing.T) {
+	b := NewBudget(1 << 20) // share 512 KiB
+	a := b.NewAccount()
+	var s Stream
+	if !s.Reserve(a, 300<<10) || b.Used() != 300<<10 {
+		t.Fatalf("reserve: used %d", b.Used())
+	}
+	if !s.Reserve(a, 100<<10) || b.Used() != 100<<10 {
+		t.Fatalf("shrink: used %d", b.Used())
+	}
+	if s.Reserve(a, 600<<10) || b.Used() != 100<<10 {
+		t.Fatalf("past the share: granted, or used %d", b.Used())
+	}
+	// A stream's reservation is not evicted to make room for another.
+	var h Hold
+	var o testHolder
+	other := b.NewAccount()
+	if !h.Grow(other, &o, 512<<10) {
+		t.Fatal("other refused")
+	}
+	var h2 Hold
+	if h2.Grow(other, &o, 500<<10) && b.Used() > b.Limit() {
+		t.Fatal("past the limit")
+	}
+	if s.hold.Size() != 100<<10 {
+		t.Errorf("the stream's reservation was evicted")
+	}
+	buf := s.Push([]byte("abc"))
+	s.Keep(len(buf), nil)
+	if s.hold.Size() != 0 {
+		t.Errorf("emptied stream still reserves %d", s.hold.Size())
+	}
+	s.Reserve(a, 10)
+	s.Reset(0)
+	if s.hold.Size() != 0 || a.Used() != 0 {
+		t.Errorf("reset stream still reserves %d", s.hold.Size())
+	}
+}

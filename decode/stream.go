@@ -13,6 +13,19 @@ type Stream struct {
 	buf []byte
 	// Pos is the stream offset of the first byte Push will return.
 	Pos int64
+	// hold charges what is buffered to the memory budget (see Reserve).
+	hold Hold
+}
+
+// Reserve charges n bytes, what the stream is about to keep (or the size
+// of the unit it waits for), to account a, replacing the last
+// reservation. It reports false when the memory budget has no room: the
+// caller must then not keep them. A stream's reservation is never
+// evicted (the bytes are in use); it is given back when the stream is
+// emptied (Keep with nothing left, Reset).
+func (s *Stream) Reserve(a *Account, n int) bool {
+	s.hold.Busy = true
+	return s.hold.Resize(a, nil, int64(n))
 }
 
 // Push returns the buffered bytes followed by data. The result is valid
@@ -31,6 +44,7 @@ func (s *Stream) Push(data []byte) []byte {
 func (s *Stream) Keep(consumed int, tail []byte) {
 	s.Pos += int64(consumed)
 	if len(tail) == 0 {
+		s.hold.Release()
 		s.buf = s.buf[:0]
 		if cap(s.buf) > 1<<20 {
 			s.buf = nil // don't pin a large buffer after a large frame
@@ -56,4 +70,5 @@ func (s *Stream) Buffered() int { return len(s.buf) }
 func (s *Stream) Reset(skip int64) {
 	s.Pos += int64(len(s.buf)) + skip
 	s.buf = s.buf[:0]
+	s.hold.Release()
 }

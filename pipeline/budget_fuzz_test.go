@@ -163,3 +163,52 @@ func budgetSeeds() [][]byte {
 	broken.send(0, false, bytes.Repeat([]byte{0xff}, 16))
 	return [][]byte{amqp, in.b, append(append([]byte(nil), amqp...), in.b...), broken.b}
 }
+
+// TestBudgetStreamBuffers: bytes a decoder buffers while waiting for the
+// rest of a message are reserved in the budget; a reservation is never
+// evicted (the bytes are in use), so a connection that finds no room has
+// that message skipped, with a warning saying why, and the others go on.
+func TestBudgetStreamBuffers(t *testing.T) {
+	opt := decode.DefaultOptions()
+	opt.Budget = decode.NewBudget(8 << 20) // share 4 MiB
+	var units []*decode.Unit
+	p := New(Config{Options: opt, Sink: func(u *decode.Unit) { units = append(units, u) }})
+	startup := []byte{0, 0, 0, 0, 0, 3, 0, 0}
+	startup = append(startup, "user\x00u\x00\x00"...)
+	binary.BigEndian.PutUint32(startup, uint32(len(startup)))
+	row := (&pg.DataRow{Values: [][]byte{bytes.Repeat([]byte("v"), 3<<20)}}).Encode(nil)
+	var flows []*capture.Flow
+	for i := 0; i < 3; i++ {
+		fl := flow(i+1, "10.0.0.2:4100"+string(rune('0'+i)), "10.0.0.1:5432", true)
+		flows = append(flows, fl)
+		p.Data(fl, true, startup, t0)
+		p.Data(fl, false, pg.AppendMessage(nil, 'Z', []byte{'I'}), t0)
+		p.Data(fl, false, row[:2<<20], t0) // waiting for the rest
+	}
+	b := opt.Budget
+	if b.High() > b.Limit() || b.Refusals() != 1 {
+		t.Errorf("high-water %d of %d, %d refusals (want 1)", b.High(), b.Limit(), b.Refusals())
+	}
+	for _, fl := range flows {
+		p.Data(fl, false, row[2<<20:], t0)
+		p.Close(fl, t0)
+	}
+	rows, skipped := 0, 0
+	for _, u := range units {
+		if u.Type != "DataRow" {
+			continue
+		}
+		if u.Len == len(row) && len(u.Raw) == len(row) {
+			rows++
+		}
+		if warned(u.Warnings(), "is not buffered: the memory budget (--max-memory) has no room for it") == 1 {
+			skipped++
+			if u.Conn.ID != 3 {
+				t.Errorf("conn %d's row skipped, want the last one's", u.Conn.ID)
+			}
+		}
+	}
+	if rows != 2 || skipped != 1 || b.Used() != 0 {
+		t.Errorf("%d rows whole, %d skipped, %d still charged", rows, skipped, b.Used())
+	}
+}

@@ -159,6 +159,10 @@ func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 		d.skip(dir&1, ds.s.Pos+int64(n), rest, t, "buffered bytes exceed the limit of "+strconv.Itoa(d.opt.MaxBuffered))
 		ds.synced, ds.afterGap = false, false
 		n, rest = len(buf), nil
+	} else if len(rest) > 0 && !ds.s.Reserve(d.acct, len(rest)) {
+		d.skip(dir&1, ds.s.Pos+int64(n), rest, t, "the memory budget (--max-memory) has no room to buffer "+strconv.Itoa(len(rest))+" bytes")
+		ds.synced, ds.afterGap = false, false
+		n, rest = len(buf), nil
 	}
 	ds.s.Keep(n, rest)
 }

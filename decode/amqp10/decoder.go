@@ -171,6 +171,11 @@ func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 		st.s.Keep(len(buf), nil)
 		return
 	}
+	if len(rest) > 0 && !st.s.Reserve(d.acct, len(rest)) {
+		d.fail(dir, st, rest, st.s.Pos+int64(off), t, "amqp1.0: the memory budget (--max-memory) has no room to buffer "+strconv.Itoa(len(rest))+" bytes of a frame: stream not decoded from here")
+		st.s.Keep(len(buf), nil)
+		return
+	}
 	st.s.Keep(off, rest)
 }
 

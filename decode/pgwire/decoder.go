@@ -294,7 +294,12 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time) int {
 			total := int(length) + 1
 			if total > len(b) {
 				if total > d.opt.MaxBuffered {
-					d.oversized(dir, b, pos, total, t)
+					d.oversized(dir, b, pos, total, t, "exceeds the buffering limit of "+strconv.Itoa(d.opt.MaxBuffered)+" bytes (--max-buffered)")
+					return len(buf)
+				}
+				// The buffer grows to the whole message: reserve that.
+				if !ds.s.Reserve(d.acct, total) {
+					d.oversized(dir, b, pos, total, t, "is not buffered: the memory budget (--max-memory) has no room for it")
 					return len(buf)
 				}
 				return off
@@ -315,7 +320,7 @@ func dirWord(dir decode.Dir) string {
 
 // oversized emits a message whose declared length exceeds the buffering
 // limit, keeping its start, and skips the rest.
-func (d *Decoder) oversized(dir decode.Dir, b []byte, pos int64, total int, t time.Time) {
+func (d *Decoder) oversized(dir decode.Dir, b []byte, pos int64, total int, t time.Time, why string) {
 	ds := &d.dir[dir]
 	keep := b
 	if len(keep) > keepOversized {
@@ -325,7 +330,7 @@ func (d *Decoder) oversized(dir decode.Dir, b []byte, pos int64, total int, t ti
 	u.Type = d.name(dir, b[0])
 	u.Len = total
 	u.Summary = u.Type + ": " + strconv.Itoa(total) + " bytes (body not kept)"
-	u.Warn("pgsql: message of " + strconv.Itoa(total) + " bytes exceeds the buffering limit of " + strconv.Itoa(d.opt.MaxBuffered) + " bytes (--max-buffered); only its first " + strconv.Itoa(len(keep)) + " bytes are kept")
+	u.Warn("pgsql: message of " + strconv.Itoa(total) + " bytes " + why + "; only its first " + strconv.Itoa(len(keep)) + " bytes are kept")
 	d.put(ds, u)
 	ds.mode = modeSkip
 	ds.skipLeft = int64(total - len(b))
