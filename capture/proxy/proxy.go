@@ -263,6 +263,8 @@ func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client ne
 			return
 		}
 		client, start = c, s
+	} else {
+		client = p.noteTLS(r, client)
 	}
 	dctx, cancel := context.WithTimeout(ctx, orDefault(p.DialTimeout))
 	up, err := p.dial(dctx, r.Upstream)

@@ -228,3 +228,27 @@ func withALPN(base *tls.Config) *tls.Config {
 	}
 	return cfg
 }
+
+// noteTLS, under NoIntercept, looks at the client's first bytes without
+// taking anything: when they start TLS, the proxy says the session passes
+// encrypted and how to have it decoded.
+func (p *Proxy) noteTLS(r Route, client net.Conn) net.Conn {
+	bc := &bufConn{Conn: client, r: bufio.NewReaderSize(client, 512)}
+	client.SetReadDeadline(time.Now().Add(min(peekTimeout, orDefault(p.HandshakeTimeout))))
+	defer client.SetReadDeadline(time.Time{})
+	what := ""
+	if first, err := bc.r.Peek(1); err == nil {
+		switch {
+		case first[0] == 0x16:
+			what = "TLS from the first byte"
+		case first[0] == 0:
+			if hdr, err := bc.r.Peek(8); err == nil && binary.BigEndian.Uint32(hdr) == 8 && binary.BigEndian.Uint32(hdr[4:]) == pgSSLRequest {
+				what = "a PostgreSQL SSLRequest"
+			}
+		}
+	}
+	if what != "" {
+		p.logf("proxy: %s: client %s: %s, passed through (--no-intercept): what is encrypted will not be decoded; without --no-intercept the proxy terminates the TLS and decodes it", r.Listen, client.RemoteAddr(), what)
+	}
+	return bc
+}

@@ -80,3 +80,39 @@ func TestInterceptStarts(t *testing.T) {
 		col.busy.Unlock()
 	}
 }
+
+// TestNoInterceptSaysSo: under NoIntercept an SSLRequest reaches the server
+// untouched, and the proxy says the session will not be decoded.
+func TestNoInterceptSaysSo(t *testing.T) {
+	up := listen(t)
+	defer up.Close()
+	go echoUpper(t, up)
+	logs := make(chan string, 16)
+	front := listen(t)
+	p := &proxy.Proxy{Routes: []proxy.Route{{Listen: front.Addr().String(), Upstream: up.Addr().String()}},
+		Handler: newCollector(), NoIntercept: true, Log: func(m string) { logs <- m }}
+	startProxy(t, p, front)
+	c, err := net.Dial("tcp", front.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
+	c.Write(req)
+	// (The echo upper-cases as UTF-8: compare the bytes it keeps.)
+	echo := make([]byte, 5)
+	if _, err := io.ReadFull(c, echo); err != nil || !bytes.Equal(echo, req[:5]) {
+		t.Fatalf("the server got %q %v, want the SSLRequest untouched", echo, err)
+	}
+	for {
+		select {
+		case m := <-logs:
+			if bytes.Contains([]byte(m), []byte("a PostgreSQL SSLRequest, passed through (--no-intercept)")) {
+				return
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no line saying the TLS passes undecoded")
+		}
+	}
+}

@@ -82,6 +82,10 @@ func (p *printer) Unit(u *decode.Unit) {
 		return
 	}
 	if p.trace != nil {
+		if u.Proto == decode.ProtoPgSQL && u.Parent == nil && (u.Type == "TLS" || u.Type == "GSSAPI") {
+			// libpq's trace has no line for it: say it apart.
+			fmt.Fprintf(os.Stderr, "wiretap: conn %d %s: %s (a capture's TLS cannot be decrypted; 'wiretap proxy' without --no-intercept decodes such sessions)\n", u.Conn.ID, u.Dir, u.Summary)
+		}
 		p.err = p.trace.Print(u)
 		return
 	}

@@ -374,3 +374,22 @@ func TestReadStdin(t *testing.T) {
 		}
 	}
 }
+
+// TestPqtraceSaysEncrypted: a PostgreSQL session that switched to TLS has
+// no pqtrace line (libpq traces none), so stderr says it is encrypted and
+// how such a session can be decoded.
+func TestPqtraceSaysEncrypted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tls.pcapng")
+	ssl := []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
+	hello := append([]byte{0x16, 0x03, 0x01, 0x00, 0x40}, make([]byte, 0x40)...)
+	writeCapture(t, path, []synthFlow{{client: "10.0.0.1:50000", server: "10.0.0.2:5432", chunks: []chunk{
+		{true, ssl}, {false, []byte("S")}, {true, hello}, {false, hello},
+	}}})
+	out, stderr, code, _ := runWiretap(t, "read", "--format", "pqtrace", path)
+	if code != 0 || strings.Contains(out, "encrypted") {
+		t.Fatalf("exit %d, trace %q", code, out)
+	}
+	if !strings.Contains(stderr, "TLS encrypted stream") || !strings.Contains(stderr, "without --no-intercept decodes such sessions") {
+		t.Fatalf("stderr %q", stderr)
+	}
+}
