@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -33,13 +32,38 @@ const (
 const peekTimeout = 3 * time.Second
 
 // bufConn is a client connection whose first bytes were read ahead (to
-// tell its TLS start) and are served again from r.
+// tell its TLS start) and are served again, before the rest, by Read.
+// Unlike a bufio.Reader it keeps no error from the look ahead: a client
+// that was silent past the peek's deadline is then forwarded as it is.
 type bufConn struct {
 	net.Conn
-	r *bufio.Reader
+	pre []byte
 }
 
-func (c *bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+func (c *bufConn) Read(b []byte) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(b, c.pre)
+		c.pre = c.pre[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// peek returns the first n bytes, reading more as needed; fewer when the
+// client ends, fails or is silent past the deadline (then err says so).
+func (c *bufConn) peek(n int) ([]byte, error) {
+	var buf [512]byte
+	for len(c.pre) < n {
+		k, err := c.Conn.Read(buf[:])
+		c.pre = append(c.pre, buf[:k]...)
+		if err != nil {
+			return c.pre, err
+		}
+	}
+	return c.pre[:n], nil
+}
+
+func (c *bufConn) discard(n int) { c.pre = c.pre[n:] }
 
 func (c *bufConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
@@ -55,11 +79,11 @@ func (c *bufConn) CloseWrite() error {
 // once. The certificate is the route's (cert) or one issued by the CA.
 // Anything else is forwarded untouched, the bytes read ahead included.
 func (p *Proxy) clientStart(r Route, cert *tls.Config, client net.Conn) (net.Conn, clientStartKind, error) {
-	bc := &bufConn{Conn: client, r: bufio.NewReaderSize(client, 512)}
+	bc := &bufConn{Conn: client}
 	client.SetReadDeadline(time.Now().Add(min(peekTimeout, orDefault(p.HandshakeTimeout))))
 	defer client.SetReadDeadline(time.Time{})
 	for {
-		first, err := bc.r.Peek(1)
+		first, err := bc.peek(1)
 		if err != nil {
 			return bc, startPlain, nil // the forwarding sees the end
 		}
@@ -76,7 +100,7 @@ func (p *Proxy) clientStart(r Route, cert *tls.Config, client net.Conn) (net.Con
 			// header, or another protocol, forwarded at once.
 			return bc, startPlain, nil
 		}
-		hdr, err := bc.r.Peek(8)
+		hdr, err := bc.peek(8)
 		if err != nil {
 			return bc, startPlain, nil
 		}
@@ -85,13 +109,13 @@ func (p *Proxy) clientStart(r Route, cert *tls.Config, client net.Conn) (net.Con
 		}
 		switch binary.BigEndian.Uint32(hdr[4:]) {
 		case pgGSSENCRequest:
-			bc.r.Discard(8)
+			bc.discard(8)
 			if _, err := client.Write([]byte{'N'}); err != nil {
 				return nil, 0, err
 			}
 			continue // the client asks for TLS next, or starts plain
 		case pgSSLRequest:
-			bc.r.Discard(8)
+			bc.discard(8)
 			if _, err := client.Write([]byte{'S'}); err != nil {
 				return nil, 0, err
 			}
@@ -233,16 +257,16 @@ func withALPN(base *tls.Config) *tls.Config {
 // taking anything: when they start TLS, the proxy says the session passes
 // encrypted and how to have it decoded.
 func (p *Proxy) noteTLS(r Route, client net.Conn) net.Conn {
-	bc := &bufConn{Conn: client, r: bufio.NewReaderSize(client, 512)}
+	bc := &bufConn{Conn: client}
 	client.SetReadDeadline(time.Now().Add(min(peekTimeout, orDefault(p.HandshakeTimeout))))
 	defer client.SetReadDeadline(time.Time{})
 	what := ""
-	if first, err := bc.r.Peek(1); err == nil {
+	if first, err := bc.peek(1); err == nil {
 		switch {
 		case first[0] == 0x16:
 			what = "TLS from the first byte"
 		case first[0] == 0:
-			if hdr, err := bc.r.Peek(8); err == nil && binary.BigEndian.Uint32(hdr) == 8 && binary.BigEndian.Uint32(hdr[4:]) == pgSSLRequest {
+			if hdr, err := bc.peek(8); err == nil && binary.BigEndian.Uint32(hdr) == 8 && binary.BigEndian.Uint32(hdr[4:]) == pgSSLRequest {
 				what = "a PostgreSQL SSLRequest"
 			}
 		}

@@ -116,3 +116,46 @@ func TestNoInterceptSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// TestServerSpeaksFirst: a client that waits for the server's greeting is
+// forwarded once the look at its first bytes gives up, and its session
+// then goes on as any other.
+func TestServerSpeaksFirst(t *testing.T) {
+	up := listen(t)
+	defer up.Close()
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("HELLO\n"))
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				c.Write(bytes.ToUpper(buf[:n]))
+			}()
+		}
+	}()
+	for _, noIntercept := range []bool{false, true} {
+		front := listen(t)
+		startProxy(t, &proxy.Proxy{Routes: []proxy.Route{{Listen: front.Addr().String(), Upstream: up.Addr().String()}},
+			Handler: newCollector(), CADir: t.TempDir(), NoIntercept: noIntercept}, front)
+		c, err := net.Dial("tcp", front.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(15 * time.Second))
+		greeting := make([]byte, 6)
+		if _, err := io.ReadFull(c, greeting); err != nil || string(greeting) != "HELLO\n" {
+			t.Fatalf("no-intercept=%v: greeting %q %v", noIntercept, greeting, err)
+		}
+		c.Write([]byte("then me"))
+		answer := make([]byte, 7)
+		if _, err := io.ReadFull(c, answer); err != nil || string(answer) != "THEN ME" {
+			t.Fatalf("no-intercept=%v: after the greeting %q %v", noIntercept, answer, err)
+		}
+		c.Close()
+	}
+}
