@@ -42,7 +42,8 @@ const maxHeld = 4096
 // has been decoded.
 //
 // Sink is not safe for concurrent use; the pipeline calls it from one
-// goroutine.
+// goroutine. It remembers each connection's vhost until the connection's
+// close-ok (a connection that vanishes without one leaves a small entry).
 type RouteAnnotator struct {
 	// Explain explains a publish (Broker.ExplainPublish); nil while no
 	// broker runs, and then units pass unchanged.
@@ -68,7 +69,14 @@ type pendingPublish struct {
 
 // Sink takes the next unit.
 func (a *RouteAnnotator) Sink(u *decode.Unit) {
-	if a.Explain == nil || u.Proto != decode.ProtoAMQP091 || u.Parent != nil || u.Dir != decode.DirF {
+	if a.Explain == nil || u.Proto != decode.ProtoAMQP091 || u.Parent != nil {
+		a.pass(u)
+		return
+	}
+	if u.Type == "connection.close-ok" {
+		delete(a.vhosts, u.Conn) // the connection's end: forget its vhost
+	}
+	if u.Dir != decode.DirF {
 		a.pass(u)
 		return
 	}

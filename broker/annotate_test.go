@@ -69,6 +69,9 @@ func TestRouteAnnotator(t *testing.T) {
 	b.Close()
 	pl.Finish()
 	ann.Flush()
+	if len(ann.vhosts) != 0 {
+		t.Errorf("the annotator still holds %d connections' vhosts after their close-ok", len(ann.vhosts))
+	}
 
 	last := 0
 	var publishes []*decode.Unit
