@@ -3,16 +3,10 @@ package broker
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math/big"
 	"net"
 	"os"
 	"strconv"
@@ -23,7 +17,6 @@ import (
 	goamqp "github.com/Azure/go-amqp"
 	amqp091go "github.com/rabbitmq/amqp091-go"
 
-	"github.com/wiretap-dev/wiretap/broker/auth"
 	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
@@ -752,48 +745,12 @@ func TestAMQP10HeaderTTLAndPriority(t *testing.T) {
 // TestAMQP10ExternalOverTLS: SASL EXTERNAL is offered to AMQP 1.0 clients
 // over TLS with client certificates, and logs in the certificate's user.
 func TestAMQP10ExternalOverTLS(t *testing.T) {
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(20), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	clientKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	clientTmpl := &x509.Certificate{SerialNumber: big.NewInt(21), Subject: pkix.Name{CommonName: "extuser"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	users := auth.NewDefaultStore()
-	users.SetCertLoginFrom(auth.CommonName)
-	users.PutUser("extuser", "unused", nil)
-	if err := users.SetPermissions("extuser", "/", ".*", ".*", ".*"); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
-	b, err := New(Config{TLS: cfg, Users: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, addr, cert := externalTLS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	done := make(chan struct{})
-	go func() { b.Serve(ctx, tls.NewListener(l, cfg)); close(done) }()
-	defer func() { cancel(); <-done; b.Close() }()
-	c, err := goamqp.Dial(ctx, "amqps://"+l.Addr().String(), &goamqp.ConnOptions{
-		SASLType: goamqp.SASLTypeExternal(""),
-		TLSConfig: &tls.Config{InsecureSkipVerify: true,
-			Certificates: []tls.Certificate{{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}}}})
+	defer cancel()
+	c, err := goamqp.Dial(ctx, "amqps://"+addr, &goamqp.ConnOptions{
+		SASLType:  goamqp.SASLTypeExternal(""),
+		TLSConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}}})
 	if err != nil {
 		t.Fatal(err)
 	}

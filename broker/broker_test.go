@@ -448,9 +448,12 @@ func TestAMQPS(t *testing.T) {
 	}
 }
 
-// TestExternalOverTLS: a client certificate signed by the CA the broker
-// trusts logs in with EXTERNAL as the user its common name names.
-func TestExternalOverTLS(t *testing.T) {
+// externalTLS starts a broker with TLS that asks for client certificates
+// from a CA of the test's own, and a user "extuser" that EXTERNAL logs in
+// by its certificate's common name. It returns the broker, its TLS
+// address and a client certificate for extuser.
+func externalTLS(t *testing.T) (*Broker, string, tls.Certificate) {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(10), Subject: pkix.Name{CommonName: "test CA"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
@@ -481,9 +484,6 @@ func TestExternalOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b.startTLS.Mechanisms), "EXTERNAL") || strings.Contains(string(b.start.Mechanisms), "EXTERNAL") {
-		t.Fatalf("mechanisms: plain %q, TLS %q", b.start.Mechanisms, b.startTLS.Mechanisms)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -491,11 +491,20 @@ func TestExternalOverTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { b.Serve(ctx, tls.NewListener(l, cfg)); close(done) }()
-	defer func() { cancel(); <-done; b.Close() }()
-	c, err := amqp.DialConfig("amqps://"+l.Addr().String()+"/", amqp.Config{
-		SASL: []amqp.Authentication{&amqp.ExternalAuth{}},
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true,
-			Certificates: []tls.Certificate{{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}}},
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	return b, l.Addr().String(), tls.Certificate{Certificate: [][]byte{clientDER}, PrivateKey: clientKey}
+}
+
+// TestExternalOverTLS: a client certificate signed by the CA the broker
+// trusts logs in with EXTERNAL as the user its common name names.
+func TestExternalOverTLS(t *testing.T) {
+	b, addr, cert := externalTLS(t)
+	if !strings.Contains(string(b.startTLS.Mechanisms), "EXTERNAL") || strings.Contains(string(b.start.Mechanisms), "EXTERNAL") {
+		t.Fatalf("mechanisms: plain %q, TLS %q", b.start.Mechanisms, b.startTLS.Mechanisms)
+	}
+	c, err := amqp.DialConfig("amqps://"+addr+"/", amqp.Config{
+		SASL:            []amqp.Authentication{&amqp.ExternalAuth{}},
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}},
 	})
 	if err != nil {
 		t.Fatal(err)
