@@ -97,32 +97,36 @@ func (p *Proxy) Serve(ctx context.Context) error {
 	if len(p.Routes) == 0 {
 		return errors.New("proxy: no route")
 	}
-	listeners := make([]net.Listener, 0, len(p.Routes))
-	closeAll := func() {
-		for _, ln := range listeners {
-			ln.Close()
-		}
+	// Certificates first: a route that cannot serve starts nothing.
+	certs, err := p.routeCerts()
+	if err != nil {
+		return err
 	}
+	listeners := make([]net.Listener, 0, len(p.Routes))
 	for _, r := range p.Routes {
-		ln, err := listen(r)
+		ln, err := net.Listen("tcp", r.Listen)
 		if err != nil {
-			closeAll()
-			return err
+			for _, ln := range listeners {
+				ln.Close()
+			}
+			return fmt.Errorf("proxy: %w", err)
 		}
 		listeners = append(listeners, ln)
 	}
-	return p.ServeListeners(ctx, listeners)
+	return p.serve(ctx, listeners, certs)
 }
 
-func listen(r Route) (net.Listener, error) {
-	if _, err := routeCert(r); err != nil {
-		return nil, err
+// routeCerts loads each route's own certificate, nil for a route without.
+func (p *Proxy) routeCerts() ([]*tls.Config, error) {
+	certs := make([]*tls.Config, len(p.Routes))
+	for i, r := range p.Routes {
+		cfg, err := routeCert(r)
+		if err != nil {
+			return nil, err
+		}
+		certs[i] = cfg
 	}
-	ln, err := net.Listen("tcp", r.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	return ln, nil
+	return certs, nil
 }
 
 // routeCert is the TLS configuration of a route's own certificate, nil
@@ -149,17 +153,17 @@ func (p *Proxy) ServeListeners(ctx context.Context, listeners []net.Listener) er
 	if len(listeners) != len(p.Routes) {
 		return errors.New("proxy: one listener per route is needed")
 	}
+	certs, err := p.routeCerts()
+	if err != nil {
+		return err
+	}
+	return p.serve(ctx, listeners, certs)
+}
+
+func (p *Proxy) serve(ctx context.Context, listeners []net.Listener, certs []*tls.Config) error {
 	p.serial = p.Serial
 	if p.serial == nil {
 		p.serial = capture.NewSerial(p.Handler)
-	}
-	certs := make([]*tls.Config, len(p.Routes))
-	for i, r := range p.Routes {
-		cfg, err := routeCert(r)
-		if err != nil {
-			return err
-		}
-		certs[i] = cfg
 	}
 	p.dec = capture.NewDecoupled(p.serial, p.DecodeBuffer)
 	defer p.dec.Shutdown()

@@ -83,38 +83,21 @@ func (p *Proxy) clientStart(r Route, cert *tls.Config, client net.Conn) (net.Con
 	client.SetReadDeadline(time.Now().Add(min(peekTimeout, orDefault(p.HandshakeTimeout))))
 	defer client.SetReadDeadline(time.Time{})
 	for {
-		first, err := bc.peek(1)
-		if err != nil {
-			return bc, startPlain, nil // the forwarding sees the end
-		}
-		if first[0] == 0x16 { // a TLS handshake record
+		switch bc.opening() {
+		case openClientHello:
 			tc, err := p.serverTLS(r, cert, bc)
 			if err != nil {
 				return nil, 0, err
 			}
 			p.logf("proxy: %s: client %s: TLS from the first byte intercepted%s", r.Listen, client.RemoteAddr(), p.certNote(cert))
 			return tc, startDirectTLS, nil
-		}
-		if first[0] != 0 {
-			// Not a PostgreSQL length (whose first byte is 0): AMQP's
-			// header, or another protocol, forwarded at once.
-			return bc, startPlain, nil
-		}
-		hdr, err := bc.peek(8)
-		if err != nil {
-			return bc, startPlain, nil
-		}
-		if binary.BigEndian.Uint32(hdr) != 8 {
-			return bc, startPlain, nil
-		}
-		switch binary.BigEndian.Uint32(hdr[4:]) {
-		case pgGSSENCRequest:
+		case openGSSENCRequest:
 			bc.discard(8)
 			if _, err := client.Write([]byte{'N'}); err != nil {
 				return nil, 0, err
 			}
 			continue // the client asks for TLS next, or starts plain
-		case pgSSLRequest:
+		case openSSLRequest:
 			bc.discard(8)
 			if _, err := client.Write([]byte{'S'}); err != nil {
 				return nil, 0, err
@@ -128,6 +111,42 @@ func (p *Proxy) clientStart(r Route, cert *tls.Config, client net.Conn) (net.Con
 		}
 		return bc, startPlain, nil
 	}
+}
+
+// What a client's first bytes open with.
+type opening int
+
+const (
+	openOther         opening = iota // no TLS start: forwarded as it is
+	openClientHello                  // a TLS handshake record
+	openSSLRequest                   // PostgreSQL's SSLRequest
+	openGSSENCRequest                // PostgreSQL's GSSENCRequest
+)
+
+// opening looks at the client's first bytes, consuming none. Only a first
+// byte of 0 (a PostgreSQL length) waits for eight: AMQP's header and other
+// protocols are told at once.
+func (c *bufConn) opening() opening {
+	first, err := c.peek(1)
+	switch {
+	case err != nil:
+		return openOther // the forwarding sees the end
+	case first[0] == 0x16:
+		return openClientHello
+	case first[0] != 0:
+		return openOther
+	}
+	hdr, err := c.peek(8)
+	if err != nil || binary.BigEndian.Uint32(hdr) != 8 {
+		return openOther
+	}
+	switch binary.BigEndian.Uint32(hdr[4:]) {
+	case pgSSLRequest:
+		return openSSLRequest
+	case pgGSSENCRequest:
+		return openGSSENCRequest
+	}
+	return openOther
 }
 
 func (p *Proxy) certNote(cert *tls.Config) string {
@@ -261,15 +280,11 @@ func (p *Proxy) noteTLS(r Route, client net.Conn) net.Conn {
 	client.SetReadDeadline(time.Now().Add(min(peekTimeout, orDefault(p.HandshakeTimeout))))
 	defer client.SetReadDeadline(time.Time{})
 	what := ""
-	if first, err := bc.peek(1); err == nil {
-		switch {
-		case first[0] == 0x16:
-			what = "TLS from the first byte"
-		case first[0] == 0:
-			if hdr, err := bc.peek(8); err == nil && binary.BigEndian.Uint32(hdr) == 8 && binary.BigEndian.Uint32(hdr[4:]) == pgSSLRequest {
-				what = "a PostgreSQL SSLRequest"
-			}
-		}
+	switch bc.opening() {
+	case openClientHello:
+		what = "TLS from the first byte"
+	case openSSLRequest:
+		what = "a PostgreSQL SSLRequest"
 	}
 	if what != "" {
 		p.logf("proxy: %s: client %s: %s, passed through (--no-intercept): what is encrypted will not be decoded; without --no-intercept the proxy terminates the TLS and decodes it", r.Listen, client.RemoteAddr(), what)
