@@ -617,7 +617,7 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 		}
 	} else {
 		// A 0-9-1 message, converted as RabbitMQ 4 converts it.
-		parts[0] = from091(m)
+		parts[0] = from091(m, e.Redelivered, e.Failures)
 	}
 	c := s.cn.c
 	c.wmu.Lock()
