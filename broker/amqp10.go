@@ -217,6 +217,9 @@ type conn10 struct {
 	// assembling is the bytes of messages being assembled over all links
 	// (reader goroutine).
 	assembling int64
+	// rhdrs and rtable are routingHeaders' scratch (reader goroutine).
+	rhdrs  []routeHeader10
+	rtable []byte
 }
 
 // run10 runs an AMQP 1.0 connection after its protocol header.

@@ -805,7 +805,13 @@ func (l *link10) publish(b []byte) []byte {
 	if err != nil {
 		return outcomeRejected(err10(condInvalidField, err.Error()))
 	}
-	qs, ok, _ := c.vh.route(msg.Exchange, keys, nil, sc)
+	// Headers exchanges route on the application-properties and the
+	// client's annotations; only messages that have either pay for them.
+	var headers amqp091.Table
+	if msg.Exchange != "" && (annotations != nil || pm.BareStart < len(b) && hasAppProperties(pm)) {
+		headers = l.s.cn.routingHeaders(b, pm, annotations)
+	}
+	qs, ok, _ := c.vh.route(msg.Exchange, keys, headers, sc)
 	if !ok {
 		return outcomeRejected(err10(condNotFound, "no "+rsExchange(msg.Exchange, c.vh.name)))
 	}
