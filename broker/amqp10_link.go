@@ -132,6 +132,8 @@ const (
 
 	sndSettleUnsettled = 0
 	sndSettleSettled   = 1
+	// rcvSettleSecond is rcv-settle-mode second (§2.8.3).
+	rcvSettleSecond = 1
 )
 
 // attach handles attach (§2.7.3). A refused link is answered as the
@@ -158,12 +160,18 @@ func (s *session10) attach(b []byte, comp *amqp10.Composite) error {
 		return amqp10.AppendNull(nil)
 	}
 	source, target := append([]byte(nil), raw(5)...), append([]byte(nil), raw(6)...)
+	rcvMode, _ := comp.Uint(b, 4)
 	l := &link10{s: s, name: string(name), handle: uint32(handle)}
 	s.links[l.handle] = l
 	var e *error10
-	if role == roleSender {
+	switch {
+	case rcvMode == rcvSettleSecond && sndMode != sndSettleSettled:
+		// RabbitMQ 4 refuses rcv-settle-mode second but where the sender
+		// settles everything, which makes it moot (§2.7.3).
+		e = err10(condNotImplemented, "rcv-settle-mode second not supported")
+	case role == roleSender:
 		e = l.attachPublisher(b, comp)
-	} else {
+	default:
 		e = l.attachConsumer(b, comp, sndMode)
 	}
 	nameField := amqp10.AppendString(nil, l.name)
@@ -176,7 +184,7 @@ func (s *session10) attach(b []byte, comp *amqp10.Composite) error {
 		}
 		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorAttach,
 			nameField, amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, !role), amqp10.AppendUbyte(nil, uint8(sndMode)),
-			amqp10.AppendUbyte(nil, 0), source, target))
+			amqp10.AppendUbyte(nil, uint8(rcvMode)), source, target))
 		l.sendDetach(e)
 		return nil
 	}
@@ -193,7 +201,7 @@ func (s *session10) attach(b []byte, comp *amqp10.Composite) error {
 	}
 	s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorAttach,
 		nameField, amqp10.AppendUint(nil, l.handle), amqp10.AppendBool(nil, roleSender), amqp10.AppendUbyte(nil, uint8(sndMode)),
-		amqp10.AppendUbyte(nil, 0), source, target, amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendUint(nil, 0)))
+		amqp10.AppendUbyte(nil, uint8(rcvMode)), source, target, amqp10.AppendNull(nil), amqp10.AppendNull(nil), amqp10.AppendUint(nil, 0)))
 	// The consumer starts now: with no credit yet it is given nothing.
 	q := l.q
 	q.mu.Lock()
@@ -674,6 +682,12 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 		l.buf = l.buf[:0]
 	} else if t.HasSettled && t.Settled {
 		l.settled = true
+	}
+	if m, ok := comp.Uint(b, 6); ok && m == rcvSettleSecond && !l.settled {
+		// A transfer's own rcv-settle-mode, for an unsettled delivery:
+		// refused as RabbitMQ 4 refuses it (settled, it is ignored).
+		l.fail(err10(condNotImplemented, "rcv-settle-mode second not supported"))
+		return nil
 	}
 	if t.Aborted {
 		l.inDelivery = false
