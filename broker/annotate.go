@@ -50,10 +50,30 @@ type RouteAnnotator struct {
 	Explain func(vhost, exchange, routingKey string, headers amqp091.Table) (state.Route, error)
 	// Next receives every unit, in order.
 	Next func(*decode.Unit)
+	// Version, when set, is Broker.TopologyVersion: explanations of
+	// publishes without headers are then cached per vhost, exchange and
+	// routing key while it stays the same, so that a steady stream of
+	// publishes to one exchange costs a map look-up each rather than an
+	// explanation each.
+	Version func() uint64
 
-	vhosts map[*decode.Conn]string
-	open   map[chanKey]*pendingPublish
-	held   []*decode.Unit
+	vhosts  map[*decode.Conn]string
+	open    map[chanKey]*pendingPublish
+	held    []*decode.Unit
+	cache   map[routeKey]explained
+	cacheAt uint64
+}
+
+// maxCachedRoutes bounds the explanations a RouteAnnotator keeps; past
+// it the cache starts again empty (a stream of unique routing keys gains
+// nothing from it).
+const maxCachedRoutes = 4096
+
+type routeKey struct{ vhost, exchange, routingKey string }
+
+type explained struct {
+	r   state.Route
+	err error
 }
 
 type chanKey struct {
@@ -155,17 +175,44 @@ func (a *RouteAnnotator) annotate(key chanKey, p *pendingPublish, headers amqp09
 	if !ok {
 		vhost = "/"
 	}
-	r, err := a.Explain(vhost, p.exchange, p.routingKey, headers)
-	tree := routeTree(r, err, p.mandatory)
+	r, err := a.explain(vhost, p.exchange, p.routingKey, headers)
+	mandatory := p.mandatory
 	dissect := p.u.Dissect
+	// The tree is built when the unit's fields are asked for (a filter,
+	// the detail pane, JSON), not for every publish that only prints its
+	// summary.
 	p.u.Dissect = func(u *decode.Unit) []*decode.Field {
 		var fs []*decode.Field
 		if dissect != nil {
 			fs = dissect(u)
 		}
-		return append(fs[:len(fs):len(fs)], tree)
+		return append(fs[:len(fs):len(fs)], routeTree(r, err, mandatory))
 	}
 	a.release()
+}
+
+// explain is Explain, from the cache when the publish has no headers (a
+// headers table can route it: by a headers exchange, CC and BCC) and the
+// topology has not changed since the explanation was made.
+func (a *RouteAnnotator) explain(vhost, exchange, routingKey string, headers amqp091.Table) (state.Route, error) {
+	if a.Version == nil || len(headers) > 0 {
+		return a.Explain(vhost, exchange, routingKey, headers)
+	}
+	v := a.Version() // before explaining: a change meanwhile makes the entry stale
+	if a.cache == nil || v != a.cacheAt || len(a.cache) >= maxCachedRoutes {
+		if a.cache == nil {
+			a.cache = map[routeKey]explained{}
+		}
+		clear(a.cache)
+		a.cacheAt = v
+	}
+	k := routeKey{vhost, exchange, routingKey}
+	if e, ok := a.cache[k]; ok {
+		return e.r, e.err
+	}
+	r, err := a.Explain(vhost, exchange, routingKey, nil)
+	a.cache[k] = explained{r, err}
+	return r, err
 }
 
 // release sends on the held units up to the first publish still waiting.

@@ -9,8 +9,10 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/amqp091"
 	"github.com/wiretap-dev/wiretap/decode/filter"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
@@ -146,5 +148,101 @@ func BenchmarkExplainPublish(b *testing.B) {
 		if _, err := br.ExplainPublish("/", "bx", "orders.7.created", nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRouteAnnotatorCacheFollowsTopology: the explanations of publishes
+// without headers are cached, and a binding made between two identical
+// publishes shows in the second: the cache follows TopologyVersion.
+func TestRouteAnnotatorCacheFollowsTopology(t *testing.T) {
+	var sink collect
+	ann := &RouteAnnotator{Next: sink.add}
+	pl := pipeline.New(pipeline.Config{Sink: ann.Sink})
+	b, url := startBroker(t, Config{Tap: capture.NewSerial(pl)})
+	explained := 0
+	ann.Explain = func(vhost, exchange, key string, headers amqp091.Table) (state.Route, error) {
+		explained++
+		return b.ExplainPublish(vhost, exchange, key, headers)
+	}
+	ann.Version = b.TopologyVersion
+	conn, ch := dial(t, url)
+	if _, err := ch.QueueDeclare("cache-q", false, true, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, 16))
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			if err := ch.Publish("amq.direct", "cache-k", false, false, amqp.Publishing{Body: []byte("m")}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-confirms:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no confirm")
+			}
+		}
+	}
+	publish(3) // unroutable, explained once
+	// The annotator explains a publish when the tap has decoded it, on
+	// its own time: bind only once the three have been explained.
+	waitUnits(t, &sink, func(units []*decode.Unit) bool {
+		n := 0
+		for _, u := range units {
+			if u.Type == "basic.publish" {
+				n++
+			}
+		}
+		return n == 3
+	})
+	if err := ch.QueueBind("cache-q", "cache-k", "amq.direct", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(2) // routed to cache-q: explained again, then from the cache
+	conn.Close()
+	waitUnits(t, &sink, func(units []*decode.Unit) bool {
+		return len(units) > 0 && units[len(units)-1].Type == "connection.close-ok"
+	})
+	b.Close()
+	pl.Finish()
+	ann.Flush()
+	f, err := filter.Compile("broker.route.queues == 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bool
+	for _, u := range sink.units {
+		if u.Type == "basic.publish" {
+			got = append(got, f.Match(u))
+		}
+	}
+	if fmt.Sprint(got) != "[false false false true true]" {
+		t.Errorf("routed to one queue, per publish: %v, want [false false false true true]", got)
+	}
+	// The annotator may explain again after any topology change (the
+	// declares and the bind bump the version), but not once per publish.
+	if explained > 3 {
+		t.Errorf("%d explanations for 5 publishes on 2 topologies: the cache is not used", explained)
+	}
+}
+
+// waitUnits waits up to 10 s for the units collected to satisfy done.
+func waitUnits(t *testing.T, sink *collect, done func([]*decode.Unit) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sink.mu.Lock()
+		ok := done(sink.units)
+		sink.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tap's units did not arrive in 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

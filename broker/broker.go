@@ -110,7 +110,10 @@ type Broker struct {
 	conns     map[*conn]struct{}
 	listeners []string
 
-	mem     memory
+	mem memory
+	// topo counts changes to exchanges, queues and bindings (each made
+	// under its vhost's write lock); see TopologyVersion.
+	topo    atomic.Uint64
 	replyTo sync.Map // direct reply-to token -> *channel
 	stats   counters
 	closing atomic.Bool
@@ -206,7 +209,18 @@ func (b *Broker) addVHost(name string) *vhost {
 	}
 	v := newVHost(b, name)
 	b.vhosts[name] = v
+	b.topo.Add(1)
 	return v
+}
+
+// TopologyVersion changes whenever anything a route depends on does: an
+// exchange, queue or binding declared or deleted, a vhost added or
+// removed. What is computed from the topology (RouteAnnotator's cached
+// explanations) is valid while it stays the same; read it before
+// computing, so that a change made meanwhile makes the result stale rather
+// than wrongly current.
+func (b *Broker) TopologyVersion() uint64 {
+	return b.topo.Load() + b.users.VHostGeneration()<<40
 }
 
 // vhost returns the vhost named name, or nil.

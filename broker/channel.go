@@ -170,6 +170,10 @@ func (ch *channel) deliver(cons *consumer, q *queueState, e queue.Entry) {
 	c.wmu.Unlock()
 	ch.mu.Unlock()
 	c.b.stats.delivered.Add(1)
+	if q != nil && q.waker != nil {
+		q.waker.wakeAfterBatch(c)
+		return
+	}
 	c.signal()
 }
 

@@ -50,6 +50,12 @@ type conn struct {
 
 	fr *amqp091.FrameReader
 	md amqp091.MethodDecoder
+	// wakeLater holds the connections this one's reader delivered to
+	// during the current read batch: their writers are woken once, at
+	// the end of the batch (see [conn.wakeAfterBatch]), so a burst of
+	// publishes costs the consumer one wake-up and one write, not one per
+	// message. Only the reader's goroutine touches it.
+	wakeLater []*conn
 
 	// Negotiated in connection.tune-ok and fixed after.
 	frameMax       uint32
@@ -183,6 +189,7 @@ func (c *conn) serve() {
 	}
 	go c.writer()
 	err := c.run()
+	c.flushWakes()
 	if err == errCloseOkSent {
 		c.awaitClientClose()
 	} else if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && err != errClientClosed {
@@ -310,6 +317,36 @@ func (c *conn) endOfBatch() {
 			ch.flushConfirms()
 		}
 	}
+	c.flushWakes()
+}
+
+// maxWakeLater bounds the connections a read batch wakes at its end; past
+// it, they are woken at once (a fanout to thousands of connections gains
+// nothing from waiting, and the list stays small to scan).
+const maxWakeLater = 32
+
+// wakeAfterBatch wakes t's writer when this connection's read batch ends
+// rather than now. Called on c's reader goroutine only.
+func (c *conn) wakeAfterBatch(t *conn) {
+	for _, w := range c.wakeLater {
+		if w == t {
+			return
+		}
+	}
+	if len(c.wakeLater) == maxWakeLater {
+		t.signal()
+		return
+	}
+	c.wakeLater = append(c.wakeLater, t)
+}
+
+// flushWakes wakes the writers deliveries of this batch went to.
+func (c *conn) flushWakes() {
+	for i, t := range c.wakeLater {
+		t.signal()
+		c.wakeLater[i] = nil
+	}
+	c.wakeLater = c.wakeLater[:0]
 }
 
 // frame handles one frame read from the client.

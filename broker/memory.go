@@ -107,6 +107,7 @@ func (m *memory) waitUnblocked(c *conn) {
 	if !m.blocked.Load() {
 		return
 	}
+	c.endOfBatch() // what this batch did goes out before the wait
 	if c.blockedNotify {
 		c.send(func(out []byte) []byte {
 			return amqp091.AppendMethodFrame(out, 0, &amqp091.ConnectionBlocked{Reason: []byte("low on memory")})

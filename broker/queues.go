@@ -41,6 +41,10 @@ type queueState struct {
 	dead        []deadLetter
 	scratch     []queue.Entry
 	mayExpire   bool // a message with a TTL was ever enqueued
+	// waker, while a connection's reader enqueues (mu held), is that
+	// connection: the writers of the consumers dispatched to are woken at
+	// the end of its read batch instead of once per message.
+	waker *conn
 
 	published, delivered, acked, redelivered uint64
 }
@@ -167,7 +171,11 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 	if accepted {
 		q.vh.b.mem.hold(m)
 		q.published++
+		if ch != nil {
+			q.waker = ch.c
+		}
 		q.dispatch()
+		q.waker = nil
 		q.armTTL()
 	} else if q.cfg.Overflow == queue.RejectPublishDLX && q.qa.HasDeadLetterExchange {
 		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: queue.MaxLen})
@@ -387,6 +395,7 @@ func (v *vhost) declareQueue(c *conn, m *amqp091.QueueDeclare) (name string, msg
 		}
 	}
 	v.mu.Lock()
+	v.b.topo.Add(1)
 	if q, ok := v.queues[name]; ok {
 		v.mu.Unlock()
 		// RabbitMQ's strict exclusivity: the owner must be the same
@@ -484,6 +493,7 @@ func (v *vhost) deleteQueue(c *conn, m *amqp091.QueueDelete) (int, *amqpError) {
 // held.
 func (v *vhost) deleteQueueNow(q *queueState) int {
 	v.mu.Lock()
+	v.b.topo.Add(1)
 	if v.queues[q.name] != q {
 		v.mu.Unlock()
 		return 0

@@ -119,6 +119,7 @@ func (v *vhost) declareExchange(c *conn, m *amqp091.ExchangeDeclare) *amqpError 
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.b.topo.Add(1)
 	x, ok := v.exchanges[name]
 	if !ok && reservedName(name) {
 		// An existing amq.* exchange may be re-declared; a new one not.
@@ -177,6 +178,7 @@ func (v *vhost) deleteExchange(c *conn, m *amqp091.ExchangeDelete) *amqpError {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.b.topo.Add(1)
 	x, ok := v.exchanges[name]
 	if !ok {
 		return nil // RabbitMQ answers delete-ok for a missing exchange
@@ -224,6 +226,7 @@ func (v *vhost) bind(c *conn, src string, dest route.Dest, key string, args amqp
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.b.topo.Add(1)
 	if e := v.checkBindEnds(c, src, dest); e != nil {
 		return e
 	}
@@ -292,6 +295,7 @@ func (v *vhost) unbind(c *conn, src string, dest route.Dest, key string, args am
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.b.topo.Add(1)
 	// RabbitMQ answers unbind-ok when the binding's ends are missing, but
 	// refuses another connection's exclusive queue.
 	if dest.Kind == route.Queue {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -78,6 +79,8 @@ type Store struct {
 	// address: RabbitMQ's loopback_users, ["guest"] by default.
 	loopback  map[string]bool
 	certLogin CertLoginFrom
+	// vhostGen counts the vhosts added and deleted (see VHostGeneration).
+	vhostGen atomic.Uint64
 }
 
 // NewStore returns an empty store whose loopback users are RabbitMQ's
@@ -183,8 +186,14 @@ func (s *Store) DeleteUser(name string) bool {
 func (s *Store) PutVHost(name, description string, tags []string) {
 	s.mu.Lock()
 	s.vhosts[name] = &vhost{name: name, description: description, tags: slices.Clone(tags)}
+	s.vhostGen.Add(1)
 	s.mu.Unlock()
 }
+
+// VHostGeneration changes whenever a vhost is added or deleted, so that a
+// cache of what depends on the vhosts (route explanations) knows when to
+// forget.
+func (s *Store) VHostGeneration() uint64 { return s.vhostGen.Load() }
 
 // DeleteVHost removes the vhost and the permissions on it; false if there
 // was none.
@@ -195,6 +204,7 @@ func (s *Store) DeleteVHost(name string) bool {
 		return false
 	}
 	delete(s.vhosts, name)
+	s.vhostGen.Add(1)
 	for k := range s.perms {
 		if k.vhost == name {
 			delete(s.perms, k)

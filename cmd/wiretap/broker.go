@@ -263,6 +263,11 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tui
 				return state.Route{}, errors.New("the broker has not started")
 			}
 			return b.ExplainPublish(vhost, exchange, key, headers)
+		}, Version: func() uint64 {
+			if b := running.Load(); b != nil {
+				return b.TopologyVersion()
+			}
+			return 0
 		}}
 	}
 	logs := make(chan error, 64)
