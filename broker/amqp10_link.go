@@ -599,6 +599,9 @@ func (l *link10) hasCredit() bool {
 // and annotations, then the bare message and footer exactly as they
 // arrived, split into frames of the peer's max-frame-size.
 func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
+	if e.Msg.Format == queue.FormatAMQP10 && l.s.cn.c.b.cfg.VerifyChecksums {
+		l.checkDelivery(e.Msg, q)
+	}
 	now := observeDeliver(q, e)
 	s := l.s
 	ch := s.ch
@@ -787,7 +790,11 @@ func (l *link10) publish(b []byte) []byte {
 			annotations = sec
 		}
 	}
-	size := len(b) - pm.BareStart + annotationsOverhead + len(msg.Exchange) + len(msg.RoutingKey)
+	if c.b.cfg.VerifyChecksums {
+		l.checkArrival(b, pm, msg.Exchange)
+	}
+	footer := l.checksumFooter(b, pm)
+	size := len(b) - pm.BareStart + len(footer) + annotationsOverhead + len(msg.Exchange) + len(msg.RoutingKey)
 	if header != nil {
 		size += header.Value.Len()
 		h := &l.s.cn.header
@@ -810,7 +817,7 @@ func (l *link10) publish(b []byte) []byte {
 	}
 	buf = appendAnnotations(buf, b, annotations, msg.Exchange, msg.RoutingKey)
 	msg.Header = buf[:len(buf):len(buf)]
-	msg.Body = append(buf[len(buf):], b[pm.BareStart:]...)
+	msg.Body = append(append(buf[len(buf):], b[pm.BareStart:]...), footer...)
 	msg.PublishedAt = latency.Now()
 	c.b.stats.published.Add(1)
 	sc := &l.s.cn.scratch

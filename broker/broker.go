@@ -74,6 +74,14 @@ type Config struct {
 	// anonymous_login_user does; empty (the default), ANONYMOUS is not
 	// offered and AMQP 1.0 clients must log in with PLAIN.
 	AMQP10AnonymousUser string
+	// VerifyChecksums recomputes the AMQP 1.0 end-to-end checksums
+	// (x-opt-crc-32, x-opt-adler-32 footer annotations) of every 1.0
+	// message on arrival and on delivery to a 1.0 consumer, and reports
+	// each mismatch (Broker.Checksums, a "broker" note on the tap);
+	// ChecksumPublish ("crc-32" or "adler-32") adds that footer to 1.0
+	// messages published without a footer. See amqp10_checksum.go.
+	VerifyChecksums bool
+	ChecksumPublish string
 	// Log, when set, receives one line per notable event (a connection
 	// refused, closed on an error).
 	Log func(msg string)
@@ -103,7 +111,9 @@ type Broker struct {
 	// window10n is the session incoming-window AMQP 1.0 sessions are
 	// announced (0: sessionWindow; tests lower it).
 	window10n uint32
-	started   time.Time
+	// checks10 is what VerifyChecksums found (amqp10_checksum.go).
+	checks10 checksumLog
+	started  time.Time
 
 	mu        sync.Mutex
 	vhosts    map[string]*vhost

@@ -53,6 +53,10 @@ type brokerFlags struct {
 	exportDefs     string
 	configFile     string
 	fileUsers      *auth.Store // from --config
+	// verifyChecksums and checksumPublish are --verify-checksums and
+	// --checksum-publish (AMQP 1.0 end-to-end checksums at the broker).
+	verifyChecksums bool
+	checksumPublish string
 }
 
 func (bf *brokerFlags) register(cmd *cobra.Command) {
@@ -76,6 +80,9 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&bf.configFile, "config", "", "RabbitMQ-style configuration `FILE` (rabbitmq.conf keys: listeners, limits, default user and vhost); flags win")
 	fs.StringVar(&bf.definitions, "definitions", "", "load RabbitMQ definitions JSON (rabbitmqctl export_definitions) at start")
 	fs.StringVar(&bf.exportDefs, "export-definitions", "", "write the broker's definitions JSON to `FILE` when it stops")
+	fs.BoolVar(&bf.verifyChecksums, "verify-checksums", false, "recompute AMQP 1.0 x-opt-crc-32 / x-opt-adler-32 footer checksums on arrival and on delivery; report mismatches")
+	fs.StringVar(&bf.checksumPublish, "checksum-publish", "", "add an `ALG` (crc-32 or adler-32) checksum footer to AMQP 1.0 messages published without a footer")
+	fs.Lookup("checksum-publish").NoOptDefVal = "crc-32"
 }
 
 func (bf *brokerFlags) config() (broker.Config, error) {
@@ -88,6 +95,12 @@ func (bf *brokerFlags) config() (broker.Config, error) {
 		MaxConnections: bf.maxConnections, MaxChannels: bf.maxChannels, MaxMessage: bf.maxMessage,
 		MemoryHighWatermark: bf.watermark,
 		DefaultMaxLength:    bf.maxLength, DefaultMaxLengthBytes: bf.maxLengthBytes,
+	}
+	switch bf.checksumPublish {
+	case "", "crc-32", "adler-32":
+		cfg.VerifyChecksums, cfg.ChecksumPublish = bf.verifyChecksums, bf.checksumPublish
+	default:
+		return cfg, usageErr("broker: --checksum-publish %q: want crc-32 or adler-32", bf.checksumPublish)
 	}
 	if (bf.tlsListen != "") != (bf.tlsCert != "" && bf.tlsKey != "") {
 		return cfg, usageErr("broker: --tls-listen needs --tls-cert and --tls-key, and they need --tls-listen")

@@ -202,6 +202,7 @@ func (m *Model) overview() {
 	} else {
 		line("Blocked", "no")
 	}
+	m.checksums(line)
 }
 
 var exchangeCols = []col{{"vhost", 8, false}, {"name", 28, false}, {"type", 8, false}, {"flags", 6, false},

@@ -21,6 +21,9 @@ type Snapshot struct {
 	Users       []state.User
 	VHosts      []state.VHost
 	Permissions []state.Permission
+	// Checksums is what a broker verifying AMQP 1.0 checksums found (nil
+	// for a source that does not verify them).
+	Checksums *state.Checksums
 }
 
 // Take copies what src offers, at time at, and sorts it: a broker's maps
@@ -39,6 +42,10 @@ func Take(src state.Source, at time.Time) Snapshot {
 		Users:       src.Users(),
 		VHosts:      src.VHosts(),
 		Permissions: src.Permissions(),
+	}
+	if cs, ok := src.(state.ChecksumSource); ok {
+		c := cs.Checksums()
+		s.Checksums = &c
 	}
 	slices.SortFunc(s.Exchanges, func(a, b state.Exchange) int {
 		return cmp.Or(cmp.Compare(a.VHost, b.VHost), cmp.Compare(a.Name, b.Name))
