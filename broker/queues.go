@@ -41,6 +41,10 @@ type queueState struct {
 	dead        []deadLetter
 	scratch     []queue.Entry
 	mayExpire   bool // a message with a TTL was ever enqueued
+	// flowWaiters are the publishers waiting for the backlog to drain;
+	// flowStalled says a wait saw no delivery (flow.go).
+	flowWaiters []*conn
+	flowStalled bool
 	// waker, while a connection's reader enqueues (mu held), is that
 	// connection: the writers of the consumers dispatched to are woken at
 	// the end of its read batch instead of once per message.
@@ -176,6 +180,9 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 		}
 		q.dispatch()
 		q.waker = nil
+		if ch != nil {
+			q.flowCheck(ch.c)
+		}
 		q.armTTL()
 	} else if q.cfg.Overflow == queue.RejectPublishDLX && q.qa.HasDeadLetterExchange {
 		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: queue.MaxLen})
@@ -210,8 +217,20 @@ func (q *queueState) expire() {
 	q.unlock()
 }
 
-// dispatch gives ready messages to consumers with credit (mu held).
+// dispatch gives ready messages to consumers with credit (mu held), and
+// lets publishers held by flow control go on when the backlog is down.
 func (q *queueState) dispatch() {
+	delivered := q.delivered
+	q.dispatchReady()
+	if q.delivered != delivered {
+		q.flowStalled = false
+	}
+	if len(q.flowWaiters) > 0 {
+		q.flowRelease()
+	}
+}
+
+func (q *queueState) dispatchReady() {
 	if len(q.consumers) == 0 {
 		return
 	}

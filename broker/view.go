@@ -121,7 +121,7 @@ func (b *Broker) Channels() []state.Channel {
 			sc := state.Channel{
 				Connection: c.name, Number: ch.id, User: c.user, Prefetch: ch.prefetch,
 				GlobalPrefetch: ch.globalPrefetch, Unacked: ch.unackedLive, Consumers: len(ch.consumers),
-				Confirm: ch.confirm, Transactional: ch.tx, State: "running",
+				Confirm: ch.confirm, Transactional: ch.tx, State: channelState(c),
 			}
 			if ch.closing {
 				sc.State = "closing"
@@ -310,4 +310,13 @@ func (c *conn) requestClose(reason string) {
 func latencyOf(h *latency.Histogram) state.Latency {
 	s := h.Snapshot()
 	return state.Latency{Count: s.Count, Buckets: s.Buckets, P50: s.P50, P99: s.P99}
+}
+
+// channelState is a channel's state as RabbitMQ reports it: "flow" while
+// its connection is held by flow control (flow.go), "running" otherwise.
+func channelState(c *conn) string {
+	if c.state() == stateFlow {
+		return stateFlow
+	}
+	return stateRunning
 }

@@ -44,8 +44,9 @@ type Connection struct {
 	Protocol string // "AMQP 0-9-1"
 	User     string
 	VHost    string
-	// State is "starting", "tuning", "opening", "running", "blocking",
-	// "blocked" or "closing", as RabbitMQ reports it.
+	// State is "starting", "tuning", "opening", "running", "flow" (a
+	// publisher held back while a queue it publishes to drains),
+	// "blocking", "blocked" or "closing", as RabbitMQ reports it.
 	State            string
 	Channels         int
 	ChannelMax       uint16
