@@ -45,6 +45,9 @@ func newBenchCmd() *cobra.Command {
 	var (
 		cfg   loadgen.Config
 		flags []string
+		// --protocol amqp1.0: the go-amqp generator of bench10.go.
+		protocol string
+		b10      bench10Config
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --uri URI [-x N] [-y N] [-s BYTES] [-z DURATION] [-t TYPE] [-a] [-q N] [-c N] [-r RATE] [--queues N] [--json]",
@@ -78,6 +81,23 @@ comparison does not rest on wiretap's codec alone.`,
 			}
 			if cfg.Duration <= 0 {
 				return usageErr("bench: -z must be a positive duration")
+			}
+			switch protocol {
+			case "amqp0-9-1":
+			case "amqp1.0":
+				if cfg.Size < 12 || b10.credit <= 0 || b10.inflight <= 0 {
+					return usageErr("bench: --protocol amqp1.0 needs -s of at least 12, a positive --credit and --inflight")
+				}
+				b10.uri, b10.queue, b10.size, b10.duration = cfg.URI, cfg.Queue, cfg.Size, cfg.Duration
+				b10.settled, b10.keep, b10.id, b10.json = cfg.AutoAck, cfg.Keep, cfg.ID, cfg.JSON
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				if _, err := runBench10(ctx, b10, os.Stdout); err != nil {
+					return inputErr(err)
+				}
+				return nil
+			default:
+				return usageErr("bench: --protocol %q: want amqp0-9-1 or amqp1.0", protocol)
 			}
 			for _, f := range flags {
 				switch f {
@@ -127,5 +147,9 @@ comparison does not rest on wiretap's codec alone.`,
 	fs.BoolVar(&cfg.Keep, "keep", false, "leave the exchange and queues in place at the end")
 	fs.StringVar(&cfg.ID, "id", "", `name of the run in the output (default "test-HHMMSS-mmm")`)
 	fs.BoolVar(&cfg.JSON, "json", false, "print JSON lines instead of text")
+	fs.StringVar(&protocol, "protocol", "amqp0-9-1", "amqp0-9-1, or amqp1.0: one go-amqp sender and receiver, quiver's rates (-s, -z, -u, -a for settled, --keep, --id, --json apply)")
+	fs.IntVar(&b10.credit, "credit", 10000, "amqp1.0: the receiver's link credit")
+	fs.IntVar(&b10.inflight, "inflight", 1000, "amqp1.0: unsettled deliveries the sender keeps in flight")
+	fs.StringVar(&b10.address, "address", "", `amqp1.0: the link address (default "/queues/QUEUE"; RabbitMQ 3.x's plugin: /amq/queue/QUEUE)`)
 	return cmd
 }

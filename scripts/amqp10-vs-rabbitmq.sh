@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# amqp10-vs-rabbitmq.sh: AMQP 1.0 throughput of RabbitMQ's AMQP 1.0 plugin
+# (3.10's rabbitmq_amqp1_0, on the 0-9-1 port) and of wiretap's embedded
+# broker, measured in alternation with the same load generator,
+# `wiretap bench --protocol amqp1.0` (go-amqp, quiver's rates): one sender
+# and one receiver, 12-byte bodies, unsettled, receiver credit 10,000.
+# Prints each run's sender, receiver and end-to-end rates and p99 latency,
+# then the medians and the ratios wiretap / RabbitMQ.
+#
+#   scripts/amqp10-vs-rabbitmq.sh                 3 rounds of 10 s each
+#   DURATION=5s ROUNDS=5 scripts/amqp10-vs-rabbitmq.sh
+#   SETTLED=1 scripts/amqp10-vs-rabbitmq.sh       settled deliveries (-a)
+#
+# RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/,
+# the node .ci/services.sh starts with rabbitmq_amqp1_0 enabled); its
+# plugin takes the 3.x address /amq/queue/NAME. The embedded broker runs
+# headless on 127.0.0.1:$PORT (default 5673) with its tap decoding every
+# frame to /dev/null, as `wiretap broker --headless` always does, and
+# takes /queues/NAME. PAUSE (default 2 s) separates the runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+PORT=${PORT:-5673}
+PAUSE=${PAUSE:-2}
+SIZE=${SIZE:-12}
+CREDIT=${CREDIT:-10000}
+RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
+WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
+settled=()
+if [ -n "${SETTLED:-}" ]; then settled=(-a); fi
+work=$(mktemp -d)
+broker_pid=
+cleanup() {
+	if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+if command -v rabbitmq-plugins >/dev/null; then
+	node=${WIRETAP_RABBITMQ_NODE:-wiretap@localhost}
+	if ! rabbitmq-plugins -n "$node" list 2>/dev/null | grep -q '\*\] rabbitmq_amqp1_0'; then
+		echo "amqp10-vs-rabbitmq: rabbitmq_amqp1_0 is not enabled on $node (rabbitmq-plugins -n $node enable rabbitmq_amqp1_0)" >&2
+		exit 1
+	fi
+fi
+go build -o "$work/wiretap" ./cmd/wiretap
+"$work/wiretap" broker --headless --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
+broker_pid=$!
+up=
+for _ in $(seq 50); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then up=1 && break; fi
+	sleep 0.1
+done
+if [ -z "$up" ]; then
+	echo "amqp10-vs-rabbitmq: wiretap's broker did not start on 127.0.0.1:$PORT: $(cat "$work/broker.err")" >&2
+	exit 1
+fi
+run() { # name uri address
+	"$work/wiretap" bench --protocol amqp1.0 --uri "$2" -u "amqp10-bench" --address "$3" -s "$SIZE" --credit "$CREDIT" \
+		-z "$DURATION" "${settled[@]}" --json --id "$1" | tail -n 1 >>"$work/$1.jsonl"
+}
+for r in $(seq "$ROUNDS"); do
+	run rabbitmq "$RABBITMQ_URL" /amq/queue/amqp10-bench
+	sleep "$PAUSE"
+	run wiretap "$WIRETAP_URL" /queues/amqp10-bench
+	sleep "$PAUSE"
+	echo "round $r of $ROUNDS done" >&2
+done
+python3 - "$work" <<'PY'
+import json, statistics, sys
+d = sys.argv[1]
+runs = {}
+for name in ("rabbitmq", "wiretap"):
+    runs[name] = [json.loads(l)["summary"] for l in open(f"{d}/{name}.jsonl") if l.strip()]
+print("%-9s %12s %12s %12s %10s %9s" % ("broker", "sender/s", "receiver/s", "end-to-end/s", "p99 ms", "received"))
+for name, rs in runs.items():
+    for s in rs:
+        print("%-9s %12.0f %12.0f %12.0f %10.1f %9d" % (name, s["send_rate"], s["receive_rate"], s["end_to_end_rate"],
+              s["latency"]["p99_us"] / 1000, s["received"]))
+med = {n: {k: statistics.median(s[k] for s in rs) for k in ("send_rate", "receive_rate", "end_to_end_rate")}
+       for n, rs in runs.items()}
+for n in med:
+    print("%-9s median sender %.0f, receiver %.0f, end-to-end %.0f msg/s" % (n, med[n]["send_rate"], med[n]["receive_rate"], med[n]["end_to_end_rate"]))
+for k, label in (("send_rate", "sender"), ("receive_rate", "receiver"), ("end_to_end_rate", "end-to-end")):
+    print("ratio wiretap/rabbitmq %-10s %.1fx" % (label, med["wiretap"][k] / med["rabbitmq"][k]))
+PY
