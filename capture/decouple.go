@@ -83,6 +83,7 @@ const (
 	itemData itemKind = iota
 	itemGap
 	itemClose
+	itemNote // bytes[from:to] is the note's kind, a NUL, then its text
 )
 
 type decoupledItem struct {
@@ -119,6 +120,8 @@ func NewDecoupled(out *Serial, limit int) *Decoupled {
 			out.decodeGap(it.f.f, it.fromA, it.gap, GapDecoderBehind, it.t)
 		case itemClose:
 			out.decodeClose(it.f.f, it.t)
+		case itemNote:
+			out.decodeNote(it.f.f, it.fromA, b, it.t)
 		}
 	})
 	if rec := out.recorder(); rec != nil {
@@ -133,6 +136,7 @@ func NewDecoupled(out *Serial, limit int) *Decoupled {
 			case itemClose:
 				rec.Close(it.f.f, it.t)
 			}
+			// Notes are not recorded: a capture file holds bytes.
 		})
 	}
 	return t
@@ -204,6 +208,25 @@ func (l *lane) data(f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
 	from := len(l.pending.bytes)
 	l.pending.bytes = append(l.pending.bytes, b...)
 	l.pending.items = append(l.pending.items, decoupledItem{kind: itemData, fromA: fromA, f: f, from: from, to: len(l.pending.bytes), t: now})
+	l.mu.Unlock()
+	l.signal()
+}
+
+// Note hands the decoder a note on f (see [Noter]), in order with the
+// bytes of the flow handed before and after it. Notes are small and few
+// (one per fault injected or event seen) and are kept even when the
+// handler is behind; the recorder does not get them.
+func (t *Decoupled) Note(f *DecoupledFlow, fromA bool, kind, msg string) {
+	l := t.lanes[0]
+	now := time.Now()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	from := len(l.pending.bytes)
+	l.pending.bytes = append(append(append(l.pending.bytes, kind...), 0), msg...)
+	l.pending.items = append(l.pending.items, decoupledItem{kind: itemNote, fromA: fromA, f: f, from: from, to: len(l.pending.bytes), t: now})
 	l.mu.Unlock()
 	l.signal()
 }

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,13 @@ func (s *Serial) decodeGap(f *Flow, fromA bool, n int, reason string, t time.Tim
 	ExplainGap(s.h, f, fromA, n, reason, t)
 }
 
+func (s *Serial) decodeNote(f *Flow, fromA bool, b []byte, t time.Time) {
+	kind, msg, _ := strings.Cut(string(b), "\x00")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	NoteOn(s.h, f, fromA, kind, msg, t)
+}
+
 func (s *Serial) decodeClose(f *Flow, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,6 +100,14 @@ func (s *Serial) GapBecause(f *Flow, fromA bool, n int, reason string, t time.Ti
 	if s.rec != nil {
 		ExplainGap(s.rec, f, fromA, n, reason, t)
 	}
+}
+
+// Note implements [Noter], passing the note on to a handler that shows
+// notes (the recorder is not told).
+func (s *Serial) Note(f *Flow, fromA bool, kind, msg string, t time.Time) {
+	s.mu.Lock()
+	NoteOn(s.h, f, fromA, kind, msg, t)
+	s.mu.Unlock()
 }
 
 // Close implements [Handler].

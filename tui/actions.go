@@ -209,6 +209,8 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		return m.openBroker()
 	case "route":
 		return m.route(c.Arg)
+	case "fault":
+		return m.fault(c.Arg)
 	case "help":
 		m.screen = screenHelp
 	case "save", "save!":

@@ -53,6 +53,9 @@ type Options struct {
 	// Routes explains :route against the live topology; nil for other
 	// sources.
 	Routes state.RouteExplainer
+	// Faults, for the proxy, are its fault-injection rules, listed and
+	// changed by :fault; nil for other sources.
+	Faults FaultControl
 	// ShowSecrets is shown in the title: the source was decoded without
 	// redaction.
 	ShowSecrets bool

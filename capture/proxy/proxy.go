@@ -71,6 +71,17 @@ type Proxy struct {
 	// with other sources (more proxies, the broker) that feed the same
 	// pipeline, so flow numbers stay unique.
 	Serial *capture.Serial
+	// Faults, when set, are the fault-injection rules (see [Fault]); they
+	// may be changed while the proxy runs. Each fault injected is said in
+	// the output as a "fault" unit on its connection (see [capture.Noter])
+	// and on Log.
+	Faults *FaultSet
+	// Inspect makes the decoder with which a connection's frames are
+	// judged by the rules with a filter; without it such rules never
+	// match. It is called for each connection accepted on a route that has
+	// such a rule, on or off (a rule added later applies to the
+	// connections accepted after it).
+	Inspect func(client, server netip.AddrPort) Inspector
 
 	caOnce sync.Once
 	ca     *CA
@@ -225,7 +236,7 @@ func (p *Proxy) serve(ctx context.Context, listeners []net.Listener, certs []*tl
 				}
 				wg.Go(func() {
 					defer track(c, false)
-					p.handle(ctx, p.Routes[i], certs[i], c, track)
+					p.handle(ctx, i, certs[i], c, track)
 				})
 			}
 		})
@@ -247,8 +258,9 @@ func (p *Proxy) logf(format string, args ...any) {
 }
 
 // handle forwards one client connection.
-func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client net.Conn, track func(net.Conn, bool) bool) {
+func (p *Proxy) handle(ctx context.Context, ri int, cert *tls.Config, client net.Conn, track func(net.Conn, bool) bool) {
 	defer client.Close()
+	r := p.Routes[ri]
 	peer := client.RemoteAddr()
 	start := startPlain
 	if tc, ok := client.(*tls.Conn); ok {
@@ -258,12 +270,14 @@ func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client ne
 		cancel()
 		if err != nil {
 			p.logf("proxy: %s: client %s: TLS handshake: %v", r.Listen, peer, err)
+			p.failed(r, peer, true, fmt.Sprintf("TLS handshake with the client failed: %v", err))
 			return
 		}
 	} else if cert != nil || !p.NoIntercept {
 		c, s, err := p.clientStart(r, cert, client)
 		if err != nil {
 			p.logf("proxy: %s: client %s: %v", r.Listen, peer, err)
+			p.failed(r, peer, true, fmt.Sprintf("the client's TLS start failed: %v", err))
 			return
 		}
 		client, start = c, s
@@ -278,6 +292,9 @@ func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client ne
 	cancel()
 	if err != nil {
 		p.logf("proxy: %s: client %s: %v", r.Listen, peer, err)
+		if ctx.Err() == nil { // not the proxy's own shutdown
+			p.failed(r, peer, false, fmt.Sprintf("connection to the upstream failed: %v; the client was closed", err))
+		}
 		return
 	}
 	defer up.Close()
@@ -288,18 +305,31 @@ func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client ne
 	p.logf("proxy: %s: client %s connected to upstream %s", r.Listen, client.RemoteAddr(), up.RemoteAddr())
 
 	f := p.dec.NewFlow(addrPort(client.RemoteAddr()), addrPort(up.RemoteAddr()), time.Now())
+	cf := p.newConnFaults(ri, r, f, client, up)
+	defer cf.close()
 	var wg sync.WaitGroup
 	var resetBy [2]bool // [0]: the client reset, [1]: the upstream
-	wg.Go(func() { resetBy[0] = p.pipe(f, true, client, up) })
-	resetBy[1] = p.pipe(f, false, up, client)
+	wg.Go(func() { resetBy[0] = p.pipe(f, true, client, up, cf.dir(true, client, up)) })
+	resetBy[1] = p.pipe(f, false, up, client, cf.dir(false, up, client))
 	wg.Wait()
-	p.dec.Close(f)
 	switch {
 	case resetBy[1]:
 		p.logf("proxy: %s: client %s: upstream %s reset the connection; reset passed on to the client", r.Listen, client.RemoteAddr(), r.Upstream)
+		p.dec.Note(f, false, capture.NoteEvent, "the upstream reset the connection; the reset was passed on to the client")
 	case resetBy[0]:
 		p.logf("proxy: %s: client %s reset the connection; reset passed on to upstream %s", r.Listen, client.RemoteAddr(), r.Upstream)
+		p.dec.Note(f, true, capture.NoteEvent, "the client reset the connection; the reset was passed on to the upstream")
 	}
+	p.dec.Close(f)
+}
+
+// failed shows a client connection that never reached forwarding as a
+// connection of its own whose one unit says why (fromClient: the client's
+// side failed, else the upstream's).
+func (p *Proxy) failed(r Route, peer net.Addr, fromClient bool, why string) {
+	f := p.dec.NewFlow(addrPort(peer), upstreamAddr(r.Upstream), time.Now())
+	p.dec.Note(f, fromClient, capture.NoteEvent, why)
+	p.dec.Close(f)
 }
 
 // pipe copies src to dst, handing each read to the decoupled handler
@@ -308,13 +338,26 @@ func (p *Proxy) handle(ctx context.Context, r Route, cert *tls.Config, client ne
 // A reset of src is passed on as a reset of dst (and one of dst back to
 // src), so each end sees the fault the other saw, not an orderly FIN;
 // other errors close both. It reports whether src was reset.
-func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) (srcReset bool) {
-	buf := make([]byte, 32<<10)
+//
+// With fault rules (d not nil), a read takes the fault path while a rule
+// is in force: see dirFaults.forward.
+func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn, d *dirFaults) (srcReset bool) {
+	buf := make([]byte, pipeBuffer)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			p.dec.Data(f, fromA, buf[:n])
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			var werr error
+			if d.slow() {
+				werr = d.forward(buf[:n], time.Now())
+			} else {
+				p.dec.Data(f, fromA, buf[:n])
+				_, werr = dst.Write(buf[:n])
+			}
+			if werr != nil {
+				d.finish(func() {})
+				if !d.cutByFault() && !errors.Is(werr, net.ErrClosed) {
+					p.writeFailed(f, !fromA, werr)
+				}
 				if isReset(werr) {
 					abort(src)
 				} else {
@@ -327,12 +370,13 @@ func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) (s
 		if err != nil {
 			switch {
 			case errors.Is(err, io.EOF):
-				closeWrite(dst)
-			case isReset(err):
-				abort(dst)
+				d.finish(func() { closeWrite(dst) })
+			case isReset(err) && !d.cutByFault():
+				d.finish(func() { abort(dst) })
 				src.Close()
 				return true
 			default:
+				d.finish(func() {})
 				src.Close()
 				dst.Close()
 			}
@@ -340,6 +384,22 @@ func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn) (s
 		}
 	}
 }
+
+// writeFailed says that the end the proxy was writing to (the server when
+// toServer) went away abruptly, with data still on its way to it.
+func (p *Proxy) writeFailed(f *capture.DecoupledFlow, toServer bool, err error) {
+	who := "the client"
+	if toServer {
+		who = "the upstream"
+	}
+	msg := fmt.Sprintf("%s went away while the proxy was writing to it (%v); the connection was closed", who, err)
+	p.dec.Note(f, toServer, capture.NoteEvent, msg)
+	fl := f.Flow()
+	p.logf("proxy: conn %d, client %s: %s", fl.ID, fl.A, msg)
+}
+
+// pipeBuffer is the size of each direction's read buffer.
+const pipeBuffer = 64 << 10
 
 // isReset reports a connection reset by its peer.
 func isReset(err error) bool {

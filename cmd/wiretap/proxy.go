@@ -29,9 +29,10 @@ func newProxyCmd() *cobra.Command {
 		memory   memoryFlag
 		upTLS    string
 		noInt    bool
+		faults   []string
 	)
 	cmd := &cobra.Command{
-		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [-w OUT.pcapng] [--headless]",
+		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [--fault RULE] [-w OUT.pcapng] [--headless]",
 		Short: "Sit in front of a server as a TCP proxy and decode what passes",
 		Long: `proxy accepts clients on --listen, connects each to --upstream and decodes the
 traffic both ways. --listen/--upstream may be repeated in pairs to proxy
@@ -46,9 +47,28 @@ CA, made on first use ('wiretap ca' shows where it is, to trust it).
 --no-intercept passes TLS through untouched instead. Toward the server,
 --upstream-tls auto sends the proxy's own SSLRequest for a PostgreSQL
 client that asked for TLS and uses TLS when the server accepts; an
-upstream written tls://host:port is reached over TLS.`,
+upstream written tls://host:port is reached over TLS.
+
+Connections the proxy could not complete (an upstream that refused, a TLS
+handshake that failed) and resets are units of type "proxy" on their
+connection, and lines on stderr (the TUI's status line).
+
+--fault injects faults, toxiproxy-style, to see how clients meet them.
+Delays, throttles and "close after" never wait for decoding. A rule with a
+filter must judge a frame before it leaves: on its route the proxy finds
+each frame with the protocol's framing (AMQP 0-9-1 and 1.0 frame sizes,
+PostgreSQL message lengths), decodes it with a decoder of its own and holds
+it until it is whole; other routes are not slowed.
+
+` + faultHelp + `
+
+In the TUI, ':fault' lists the rules, ':fault off N' and ':fault on N'
+toggle them live and ':fault add RULE' adds one (a rule with a filter added
+live applies to connections accepted after it).`,
 		Example: `  wiretap proxy --listen 127.0.0.1:15672 --upstream 127.0.0.1:5672
-  wiretap proxy --listen :6432 --upstream db:5432 --headless --format pqtrace`,
+  wiretap proxy --listen :6432 --upstream db:5432 --headless --format pqtrace
+  wiretap proxy --listen :15672 --upstream 127.0.0.1:5672 --fault 'delay 50ms jitter 20ms to-client'
+  wiretap proxy --listen :15672 --upstream 127.0.0.1:5672 --fault 'close when amqp.method == "basic.ack"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(listens) == 0 || len(listens) != len(ups) {
@@ -72,6 +92,11 @@ upstream written tls://host:port is reached over TLS.`,
 			default:
 				return usageErr("--upstream-tls %q: want auto, require or disable", upTLS)
 			}
+			set, err := parseFaults(faults, listens)
+			if err != nil {
+				return err
+			}
+			decodeAs, _ := f.decodeAsMap()
 			routes := make([]proxy.Route, len(listens))
 			for i := range listens {
 				routes[i] = proxy.Route{Listen: listens[i], Upstream: ups[i], UpstreamTLS: upTLS}
@@ -94,10 +119,14 @@ upstream written tls://host:port is reached over TLS.`,
 				}
 			}
 			src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
-				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf, NoIntercept: noInt}
+				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf, NoIntercept: noInt,
+					Faults: set, Inspect: newInspector(&f, decodeAs)}
 				return p.Serve(ctx)
 			}
-			proxyLog := func(o *tui.Options) { o.Err = mergeErrs(o.Err, logs) }
+			proxyLog := func(o *tui.Options) {
+				o.Err = mergeErrs(o.Err, logs)
+				o.Faults = faultControl{set}
+			}
 			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src, proxyLog, budget)
 		},
 	}
@@ -106,6 +135,7 @@ upstream written tls://host:port is reached over TLS.`,
 	cmd.Flags().StringArrayVar(&certs, "tls-cert", nil, "PEM certificate to terminate TLS with")
 	cmd.Flags().StringArrayVar(&keys, "tls-key", nil, "PEM key for --tls-cert")
 	cmd.Flags().StringVar(&upTLS, "upstream-tls", "auto", "TLS toward the server for a PostgreSQL client that asked for it: auto (ask the server), require, disable")
+	cmd.Flags().StringArrayVar(&faults, "fault", nil, "inject a fault (repeatable): delay, throttle, close/reset after SIZE or when FILTER, drop/corrupt when FILTER; see above")
 	cmd.Flags().BoolVar(&noInt, "no-intercept", false, "pass TLS through untouched (undecoded) instead of terminating it with wiretap's CA")
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")

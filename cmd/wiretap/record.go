@@ -248,6 +248,10 @@ func (w *protoWatch) GapBecause(f *capture.Flow, fromA bool, n int, reason strin
 	w.pl.GapBecause(f, fromA, n, reason, t)
 }
 
+func (w *protoWatch) Note(f *capture.Flow, fromA bool, kind, msg string, t time.Time) {
+	w.pl.Note(f, fromA, kind, msg, t)
+}
+
 func (w *protoWatch) Close(f *capture.Flow, t time.Time) {
 	w.pl.Close(f, t)
 	n := w.bytes[f]
@@ -258,7 +262,9 @@ func (w *protoWatch) Close(f *capture.Flow, t time.Time) {
 		return
 	}
 	if n == nil {
-		n = new([2]int64)
+		// Nothing passed (an upstream that refused the client, a
+		// handshake that failed): the proxy's own note says why.
+		return
 	}
 	c := conns[i]
 	w.report(fmt.Sprintf("wiretap: conn %d %s -> %s: protocol not recognised; %d bytes from the client and %d from the server passed undecoded",

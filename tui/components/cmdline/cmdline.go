@@ -13,7 +13,7 @@ import (
 // Names are the commands, with their aliases after the first.
 var Names = [][]string{
 	{"goto", "g"}, {"filter", "f"}, {"search", "s"}, {"conn", "c"},
-	{"save", "w"}, {"save!", "w!"}, {"export", "e"}, {"export!", "e!"}, {"definitions"}, {"follow"}, {"stats"}, {"broker"}, {"route"}, {"help", "h"}, {"quit", "q", "q!", "wq"},
+	{"save", "w"}, {"save!", "w!"}, {"export", "e"}, {"export!", "e!"}, {"definitions"}, {"follow"}, {"stats"}, {"broker"}, {"route"}, {"fault"}, {"help", "h"}, {"quit", "q", "q!", "wq"},
 }
 
 // ExecMsg is an entered command: Name is canonical ("goto"), Arg the rest

@@ -25,6 +25,9 @@ var Commands = [][2]string{
 	{":stats", "statistics view"},
 	{":broker", "broker panel (also b)"},
 	{":route [-v VHOST] EXCHANGE KEY [H=V ...]", "broker: explain how a publish would be routed"},
+	{":fault", "proxy: list the fault rules, with what each injected"},
+	{":fault off N / on N", "proxy: turn fault rule N off or on, live"},
+	{":fault add RULE", "proxy: add a fault rule (e.g. delay 50ms, drop when FILTER)"},
 	{":q", "quit"},
 }
 
