@@ -25,8 +25,11 @@ type printer struct {
 	flt    *filter.Filter
 	out    io.Writer
 	render func(dst []byte, u *decode.Unit) []byte
-	trace  *pqtrace.Printer
-	json   output.JSONOptions
+	// newRender returns a render function of its own for each goroutine
+	// that renders (a JSON encoder keeps what consecutive units share).
+	newRender func() func(dst []byte, u *decode.Unit) []byte
+	trace     *pqtrace.Printer
+	json      output.JSONOptions
 	// first is the time of the first unit: text times are relative to it.
 	first time.Time
 	begun bool
@@ -46,15 +49,20 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 	switch f.format {
 	case "json":
 		p.json = output.JSONOptions{Raw: f.raw, MaxFieldBytes: f.maxRender}
-		p.render = func(dst []byte, u *decode.Unit) []byte {
-			return append(output.AppendJSON(dst, u, p.json), '\n')
+		p.newRender = func() func(dst []byte, u *decode.Unit) []byte {
+			e := output.NewJSONEncoder(p.json)
+			return func(dst []byte, u *decode.Unit) []byte {
+				return append(e.Append(dst, u), '\n')
+			}
 		}
+		p.render = p.newRender()
 	case "pqtrace":
 		p.trace = pqtrace.New(out, pqtrace.Options{Timestamps: f.timestamps, Libpq15: f.libpq15})
 	default:
 		p.render = func(dst []byte, u *decode.Unit) []byte {
 			return output.AppendText(dst, u, p.first)
 		}
+		p.newRender = func() func(dst []byte, u *decode.Unit) []byte { return p.render }
 	}
 	return p, nil
 }
@@ -199,10 +207,11 @@ func newParallelRender(p *printer) *parallelRender {
 	workers := min(max(runtime.GOMAXPROCS(0), 1), 4)
 	for range workers {
 		go func() {
+			render := p.newRender()
 			for j := range r.jobs {
 				for _, u := range j.units {
 					if p.selected(u) {
-						j.out = p.render(j.out, u)
+						j.out = render(j.out, u)
 					}
 				}
 				close(j.ready)

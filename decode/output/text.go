@@ -127,6 +127,22 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 func appendPrintable(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// Eight bytes at a time while none is a control character (most
+		// summaries have none): x-0x20 borrows into a byte's top bit for
+		// bytes below 0x20, (x^0x7f)-1 for 0x7f; bytes of 0xa0 and over
+		// set it too and are looked at one by one below.
+		for i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			const lo, hi = 0x0101010101010101, 0x8080808080808080
+			if ((x-lo*0x20)|((x^lo*0x7f)-lo))&hi != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != 0x7f {
 			continue

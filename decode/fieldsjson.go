@@ -1,0 +1,131 @@
+package decode
+
+import (
+	"encoding/hex"
+	"reflect"
+	"unicode/utf8"
+)
+
+// FieldsJSON appends the JSON object of u's field tree directly from u's
+// bytes, byte for byte what decode/output renders from [Unit.Fields], for
+// the unit shapes that dominate real traffic (a DataRow, a content frame);
+// it returns false, having appended nothing that counts, for anything
+// else, and the caller renders the tree. maxFields is the renderer's limit
+// on rendered fields (negative: none); a unit that would reach it is left
+// to the tree, which says what it elided.
+type FieldsJSON func(b []byte, u *Unit, maxFields int) ([]byte, bool)
+
+type fieldsJSONEntry struct {
+	code uintptr
+	fn   FieldsJSON
+}
+
+// fieldsJSONs is written only by init functions (RegisterFieldsJSON), so
+// it is read without locking.
+var fieldsJSONs []fieldsJSONEntry
+
+// RegisterFieldsJSON declares fn the direct JSON rendering of the units
+// whose Dissect is dissect. Units are told apart by their Dissect's code:
+// a unit whose Dissect was replaced or wrapped (the broker's route
+// annotations) is rendered from its tree. Call it from an init function.
+func RegisterFieldsJSON(dissect func(*Unit) []*Field, fn FieldsJSON) {
+	fieldsJSONs = append(fieldsJSONs, fieldsJSONEntry{code: reflect.ValueOf(dissect).Pointer(), fn: fn})
+}
+
+// AppendFieldsJSON appends u's field tree as a JSON object through its
+// protocol's direct renderer (see [FieldsJSON]); false when there is none
+// for this unit, with b unchanged.
+func (u *Unit) AppendFieldsJSON(b []byte, maxFields int) ([]byte, bool) {
+	if u.Dissect == nil || len(fieldsJSONs) == 0 {
+		return b, false
+	}
+	code := reflect.ValueOf(u.Dissect).Pointer()
+	for i := range fieldsJSONs {
+		if fieldsJSONs[i].code == code {
+			nb, ok := fieldsJSONs[i].fn(b, u, maxFields)
+			if !ok {
+				return b, false
+			}
+			return nb, true
+		}
+	}
+	return b, false
+}
+
+// JSONSafe8 reports whether none of the eight bytes in x (little-endian)
+// needs escaping in a JSON string: each is at least 0x20, below 0x80, and
+// neither '"' nor '\\'. It may say false for bytes that are safe (the
+// caller then looks at them one by one), never true for one that is not.
+func JSONSafe8(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	t := (x - lo*0x20) | ((x ^ lo*'"') - lo) | ((x ^ lo*'\\') - lo) | x
+	return t&hi == 0
+}
+
+// AppendJSONString appends s as a JSON string, escaping what RFC 8259
+// requires and replacing invalid UTF-8 with U+FFFD (decode/output's
+// AppendString).
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if JSONSafe8(x) {
+				i += 8
+				continue
+			}
+		}
+		c := s[i]
+		if c < 0x80 {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONHex appends p as a JSON string of lowercase hex.
+func AppendJSONHex(b, p []byte) []byte {
+	b = append(b, '"')
+	b = hex.AppendEncode(b, p)
+	return append(b, '"')
+}
