@@ -105,9 +105,21 @@ type Counts struct {
 	Warnings  int      // units with warnings
 	Errors    int      // units with an error
 	Checksums [3]int   // AMQP 1.0 verdicts, by decode.ChecksumStatus
+	// Faults counts the faults the proxy injected ("fault" units); Event
+	// is the summary of the last fault or proxy event ("proxy" units: an
+	// upstream that refused, a failed TLS handshake, a reset).
+	Faults int
+	Event  string
 }
 
 func (c *Counts) add(u *decode.Unit) {
+	switch u.Type {
+	case "fault":
+		c.Faults++
+		c.Event = u.Summary
+	case "proxy":
+		c.Event = u.Summary
+	}
 	d := u.Dir & 1
 	c.Units[d]++
 	if u.Parent == nil {
@@ -132,6 +144,7 @@ func (c *Counts) Add(o Counts) {
 	}
 	c.Warnings += o.Warnings
 	c.Errors += o.Errors
+	c.Faults += o.Faults
 	for i := range c.Checksums {
 		c.Checksums[i] += o.Checksums[i]
 	}

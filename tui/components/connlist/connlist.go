@@ -172,7 +172,7 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 		line += pad(strconv.Itoa(n.Units[0])+"/"+strconv.Itoa(n.Units[1]), 16)
 	}
 	line += pad(Bytes(n.Bytes[0]+n.Bytes[1]), 10) +
-		m.checksums(n.Checksums, sel) + m.problems(n.Warnings, n.Errors, sel)
+		m.checksums(n.Checksums, sel) + m.problems(n.Warnings, n.Errors, sel) + m.event(n, sel)
 	if sel {
 		st := sy.Selected
 		if !m.Focused {
@@ -229,6 +229,23 @@ func (m *Model) problems(warn, errs int, plain bool) string {
 		s = append(s, t)
 	}
 	return strings.Join(s, " ")
+}
+
+// event is what the proxy said last of a connection (a fault it
+// injected, an upstream that refused, a reset), after its problems; the
+// all row counts the faults.
+func (m *Model) event(n store.Counts, plain bool) string {
+	var s string
+	if n.Faults > 0 {
+		s = " faults " + strconv.Itoa(n.Faults)
+	}
+	if n.Event != "" {
+		s += " " + n.Event
+	}
+	if s == "" || plain {
+		return s
+	}
+	return m.sty.Warning.Render(s)
 }
 
 // Bytes formats a byte count with a binary unit.
