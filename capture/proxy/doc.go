@@ -16,4 +16,13 @@
 // bounded [capture.Decoupled] before it is written on, and when the
 // handler falls behind by more than [Proxy.DecodeBuffer] it is given a
 // gap explained as [capture.GapDecoderBehind] instead of the bytes.
+//
+// [Proxy.Faults] injects faults ([Fault], read by [ParseFault]): delays,
+// throttles, cuts after a number of bytes, and, judged frame by frame on
+// the forwarding path, cuts, drops and corruptions of the frames a display
+// filter matches (see framing.go for how and at what cost: only routes
+// with such a rule pay it). What the proxy does and sees (a fault, an
+// upstream that refused, a failed handshake, a reset) is handed to the
+// decoder as a note ([capture.Noter]) in order with the bytes, so that it
+// shows as a unit on its connection, and said on [Proxy.Log].
 package proxy
