@@ -230,7 +230,7 @@ func (b *Broker) addVHost(name string) *vhost {
 // computing, so that a change made meanwhile makes the result stale rather
 // than wrongly current.
 func (b *Broker) TopologyVersion() uint64 {
-	return b.topo.Load() + b.users.VHostGeneration()<<40
+	return b.topo.Load() + b.users.Generation()<<40
 }
 
 // vhost returns the vhost named name, or nil.

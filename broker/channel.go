@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/wiretap-dev/wiretap/broker/latency"
@@ -209,7 +210,13 @@ func appendContent(dst []byte, channel uint16, m *queue.Message, frameMax uint32
 
 // channelFrame routes a frame to its channel.
 func (c *conn) channelFrame(id uint16, m amqp091.Method, f amqp091.Frame) error {
-	ch := c.channels[id]
+	// A publish is three frames on one channel: the last channel saves
+	// the map look-up for most frames.
+	ch := c.lastCh
+	if ch == nil || ch.id != id {
+		ch = c.channels[id]
+		c.lastCh = ch
+	}
 	if m != nil {
 		if _, ok := m.(*amqp091.ChannelOpen); ok {
 			if ch != nil {
@@ -302,6 +309,9 @@ func (c *conn) removeChannel(ch *channel) {
 	c.mu.Lock()
 	delete(c.channels, ch.id)
 	c.mu.Unlock()
+	if c.lastCh == ch {
+		c.lastCh = nil
+	}
 }
 
 // release cancels the channel's consumers and requeues its unacked
@@ -566,6 +576,22 @@ func (c *conn) check(p perm, kind, name string) *amqpError {
 		return nil
 	}
 	return c.b.checkPerm(c.user, c.vh.name, p, kind, name)
+}
+
+// checkPublish is the write permission check of a publish, remembered for
+// the last exchange allowed until the user store changes (RabbitMQ's
+// channels keep such a cache too): a stream of publishes to one exchange
+// is checked once.
+func (c *conn) checkPublish(exchange string) *amqpError {
+	gen := c.b.users.Generation()
+	if c.pubAllowedGen == gen && c.pubAllowed == exchange && c.pubAllowedSet {
+		return nil
+	}
+	if err := c.check(permWrite, "exchange", exchange); err != nil {
+		return err
+	}
+	c.pubAllowed, c.pubAllowedGen, c.pubAllowedSet = strings.Clone(exchange), gen, true
+	return nil
 }
 
 // method handles a method frame.

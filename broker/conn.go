@@ -61,8 +61,17 @@ type conn struct {
 	// backlog is past flowHigh: the reader waits for them at the end of
 	// the batch (see [conn.awaitFlow]). Reader goroutine only.
 	flowQueues []*queueState
-	flowWake   chan struct{}
-	flowTimer  *time.Timer
+	// pubAllowed is the last exchange the user was allowed to publish
+	// to, at user store generation pubAllowedGen (checkPublish); reader
+	// goroutine only.
+	pubAllowed    string
+	pubAllowedGen uint64
+	pubAllowedSet bool
+	// lastCh is the channel of the last frame (see channelFrame); reader
+	// goroutine only, cleared when the channel is removed.
+	lastCh    *channel
+	flowWake  chan struct{}
+	flowTimer *time.Timer
 
 	// Negotiated in connection.tune-ok and fixed after.
 	frameMax       uint32

@@ -96,7 +96,7 @@ func (ch *channel) complete() *amqpError {
 	if p.immediate {
 		return ids(errorf(540, "immediate=true"))
 	}
-	if err := c.check(permWrite, "exchange", p.exchange); err != nil {
+	if err := c.checkPublish(p.exchange); err != nil {
 		return ids(err)
 	}
 	var h amqp091.ContentHeader
@@ -106,7 +106,7 @@ func (ch *channel) complete() *amqpError {
 		return ids(errorf(406, "user_id property set to '"+string(props.UserID)+"' but authenticated user was '"+c.user+"'"))
 	}
 	msg := &queue.Message{Exchange: p.exchange, RoutingKey: p.routingKey, Header: p.header, Body: p.body, PublishedAt: latency.Now()}
-	if err := msg.ParseProperties(); err != nil {
+	if err := msg.SetProperties(props); err != nil {
 		if pe, ok := err.(*queue.PublishError); ok {
 			return ids(&amqpError{code: 406, text: pe.ReplyText()})
 		}

@@ -79,8 +79,8 @@ type Store struct {
 	// address: RabbitMQ's loopback_users, ["guest"] by default.
 	loopback  map[string]bool
 	certLogin CertLoginFrom
-	// vhostGen counts the vhosts added and deleted (see VHostGeneration).
-	vhostGen atomic.Uint64
+	// gen counts the changes to the store (see Generation).
+	gen atomic.Uint64
 }
 
 // NewStore returns an empty store whose loopback users are RabbitMQ's
@@ -113,6 +113,7 @@ func (s *Store) SetLoopbackUsers(names ...string) {
 		m[n] = true
 	}
 	s.mu.Lock()
+	s.gen.Add(1)
 	s.loopback = m
 	s.mu.Unlock()
 }
@@ -121,6 +122,7 @@ func (s *Store) SetLoopbackUsers(names ...string) {
 // (DistinguishedName unless set).
 func (s *Store) SetCertLoginFrom(from CertLoginFrom) {
 	s.mu.Lock()
+	s.gen.Add(1)
 	s.certLogin = from
 	s.mu.Unlock()
 }
@@ -157,6 +159,7 @@ func (e *unknownHashingError) Error() string {
 
 func (s *Store) putUser(u *user) {
 	s.mu.Lock()
+	s.gen.Add(1)
 	s.users[u.name] = u
 	s.mu.Unlock()
 }
@@ -164,6 +167,7 @@ func (s *Store) putUser(u *user) {
 // DeleteUser removes the user and its permissions; false if there was none.
 func (s *Store) DeleteUser(name string) bool {
 	s.mu.Lock()
+	s.gen.Add(1)
 	defer s.mu.Unlock()
 	if _, ok := s.users[name]; !ok {
 		return false
@@ -185,26 +189,27 @@ func (s *Store) DeleteUser(name string) bool {
 // PutVHost creates or updates a vhost.
 func (s *Store) PutVHost(name, description string, tags []string) {
 	s.mu.Lock()
+	s.gen.Add(1)
 	s.vhosts[name] = &vhost{name: name, description: description, tags: slices.Clone(tags)}
-	s.vhostGen.Add(1)
 	s.mu.Unlock()
 }
 
-// VHostGeneration changes whenever a vhost is added or deleted, so that a
-// cache of what depends on the vhosts (route explanations) knows when to
+// Generation changes whenever the store does (a user, vhost or permission
+// added, changed or deleted), so that what is cached from it (a
+// connection's last permission check, route explanations) knows when to
 // forget.
-func (s *Store) VHostGeneration() uint64 { return s.vhostGen.Load() }
+func (s *Store) Generation() uint64 { return s.gen.Load() }
 
 // DeleteVHost removes the vhost and the permissions on it; false if there
 // was none.
 func (s *Store) DeleteVHost(name string) bool {
 	s.mu.Lock()
+	s.gen.Add(1)
 	defer s.mu.Unlock()
 	if _, ok := s.vhosts[name]; !ok {
 		return false
 	}
 	delete(s.vhosts, name)
-	s.vhostGen.Add(1)
 	for k := range s.perms {
 		if k.vhost == name {
 			delete(s.perms, k)
@@ -240,6 +245,7 @@ func (s *Store) SetPermissions(userName, vhostName, configure, write, read strin
 		p.p[i] = pat
 	}
 	s.mu.Lock()
+	s.gen.Add(1)
 	defer s.mu.Unlock()
 	if _, ok := s.users[userName]; !ok {
 		return &noSuchError{"user", userName}
@@ -258,6 +264,7 @@ func (e *noSuchError) Error() string { return "auth: no such " + e.kind + " '" +
 // ClearPermissions removes user's permissions on vhost.
 func (s *Store) ClearPermissions(userName, vhostName string) {
 	s.mu.Lock()
+	s.gen.Add(1)
 	delete(s.perms, userVHost{userName, vhostName})
 	s.mu.Unlock()
 }

@@ -84,7 +84,13 @@ func (m *Message) ParseProperties() error {
 	if err := h.DecodeFromBytes(m.Header); err != nil {
 		return &FormatError{What: "content header", Err: err}
 	}
-	p := &h.Properties
+	return m.SetProperties(&h.Properties)
+}
+
+// SetProperties is ParseProperties for a caller that has decoded the
+// content header already (the broker, which reads user-id and headers
+// from it too): the properties are read once per publish.
+func (m *Message) SetProperties(p *amqp091.Properties) error {
 	m.Expiration = -1
 	if p.Flags&amqp091.FlagExpiration != 0 {
 		ttl, err := ParseExpiration(p.Expiration)
