@@ -211,8 +211,11 @@ func TestProxy(t *testing.T) {
 	seen := 0
 	for seen < clients {
 		id := <-col.closed
-		if col.data[id] == nil || col.data[id][0].Len() == 0 {
-			continue // the client that reset
+		col.busy.Lock()
+		empty := col.data[id] == nil || col.data[id][0].Len() == 0
+		col.busy.Unlock()
+		if empty {
+			continue // the client that reset, or the broken route's
 		}
 		seen++
 	}
