@@ -84,10 +84,20 @@ func (m *materializer) describedValue(f *decode.Field, v Value, typ string, dept
 		t = described[code]
 	}
 	desc := "described"
+	f.Encoding = ""
 	if d, err := Scan(b[:v.DescEnd], v.DescStart); err == nil {
-		desc = "described " + d.Code.Encoding() + " " + descriptorText(code, sym)
+		// A known type under its numeric descriptor, as a list (every
+		// performative): the encoding text the finder precomputed, rather
+		// than three concatenations per value.
+		if enc, ok := emptyEncoding[emptyKey{descKey{d.Code, code}, v.Code}]; ok && t != nil && sym == nil {
+			f.Encoding = enc
+		} else {
+			desc = "described " + d.Code.Encoding() + " " + descriptorText(code, sym)
+		}
 	}
-	f.Encoding = desc + ", " + v.Code.Encoding()
+	if f.Encoding == "" {
+		f.Encoding = desc + ", " + v.Code.Encoding()
+	}
 	if t == nil {
 		f.Display = descriptorText(code, sym)
 		inner := v
@@ -111,13 +121,20 @@ func (m *materializer) describedValue(f *decode.Field, v Value, typ string, dept
 		if len(typ) > 0 && typ[0] == '*' {
 			f.Add(&decode.Field{Key: "type", Value: t.name})
 		}
+		ct := composites[code]
 		for i := 0; i < c.N; i++ {
-			key, typ := "field-"+strconv.Itoa(i), ""
-			if i < len(t.fields) {
-				key, typ = t.fields[i].name, t.fields[i].typ
+			var key, name, typ string
+			if ct != nil && i < len(ct.keys) {
+				// Names computed once per type (find.go), not per value.
+				key, name, typ = ct.keys[i], ct.names[i], ct.typs[i]
+			} else {
+				key = "field-" + strconv.Itoa(i)
+				if i < len(t.fields) {
+					key, typ = t.fields[i].name, t.fields[i].typ
+				}
+				name = fieldName(t.name, key)
 			}
-			k := m.value(c.Fields[i], key, fieldName(t.name, key), typ, depth+1)
-			f.Add(k)
+			f.Add(m.value(c.Fields[i], key, name, typ, depth+1))
 		}
 		if c.N < v.Count {
 			f.Add(&decode.Field{Key: "ignored", Display: strconv.Itoa(v.Count-c.N) + " more fields not shown"})

@@ -99,7 +99,16 @@ func (c Code) Type() string {
 }
 
 // Encoding renders the constructor for the detail view: "smallulong 0x53".
-func (c Code) Encoding() string { return c.String() + " " + hexByte(byte(c)) }
+func (c Code) Encoding() string { return codeEncodings[byte(c)] }
+
+// codeEncodings holds Encoding's text for every constructor byte, built
+// once: field trees ask for it for every value.
+var codeEncodings = func() (t [256]string) {
+	for i := range t {
+		t[i] = Code(i).String() + " " + hexByte(byte(i))
+	}
+	return t
+}()
 
 func hexByte(b byte) string {
 	const digits = "0123456789abcdef"
