@@ -62,7 +62,13 @@ func newPrinter(f *decodeFlags, out io.Writer) (*printer, error) {
 		p.render = func(dst []byte, u *decode.Unit) []byte {
 			return output.AppendText(dst, u, p.first)
 		}
-		p.newRender = func() func(dst []byte, u *decode.Unit) []byte { return p.render }
+		p.newRender = func() func(dst []byte, u *decode.Unit) []byte {
+			e := &output.TextEncoder{}
+			return func(dst []byte, u *decode.Unit) []byte {
+				e.First = p.first
+				return e.Append(dst, u)
+			}
+		}
 	}
 	return p, nil
 }

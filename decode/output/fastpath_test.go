@@ -81,25 +81,45 @@ func TestFastFieldsMatchTree(t *testing.T) {
 					}
 				}
 			}
+			// The text encoder's remembered columns against a line made
+			// afresh for each unit.
+			var first time.Time
+			if len(us) > 0 {
+				first = us[0].Time()
+			}
+			te := output.TextEncoder{First: first}
+			var a, b []byte
+			for _, u := range us {
+				a = te.Append(a[:0], u)
+				b = output.AppendText(b[:0], u, first)
+				if !bytes.Equal(a, b) {
+					if bad++; bad <= 3 {
+						t.Errorf("unit %d text:\nencoder %q\nafresh  %q", u.N, a, b)
+					}
+				}
+			}
 			t.Logf("%d units, %d rendered directly", len(us), fast/3)
 		})
 	}
 }
 
-// A DataRow, a CopyData and a NoData render through the encoder without
+// A DataRow, a CopyData, a NoData, a Sync, a basic.publish and .deliver,
+// a content header and body render, as JSON and as text,
+// through the encoders and through AppendJSON and AppendText, without
 // allocating.
 func TestJSONEncoderAllocs(t *testing.T) {
 	us := units(t, "../../testdata/pgsql-libpq.pcapng", 0)
+	us = append(us, units(t, "../../testdata/amqp091-go.pcapng", 0)...)
 	seen := map[string]*decode.Unit{}
 	for _, u := range us {
 		if _, ok := u.AppendFieldsJSON(nil, -1); ok && seen[u.Type] == nil {
 			seen[u.Type] = u
 		}
 	}
-	for _, typ := range []string{"DataRow", "CopyData", "NoData", "Sync"} {
+	for _, typ := range []string{"DataRow", "CopyData", "NoData", "Sync", "basic.publish", "basic.deliver", "content-header", "content-body"} {
 		u := seen[typ]
 		if u == nil {
-			t.Errorf("no %s rendered directly in pgsql-libpq.pcapng", typ)
+			t.Errorf("no %s rendered directly", typ)
 			continue
 		}
 		enc := output.NewJSONEncoder(output.JSONOptions{})
@@ -107,9 +127,16 @@ func TestJSONEncoderAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { buf = enc.Append(buf[:0], u) }); n != 0 {
 			t.Errorf("%s: %v allocations per unit, want 0", typ, n)
 		}
-		tb := output.AppendText(nil, u, time.Time{})
-		if n := testing.AllocsPerRun(100, func() { tb = output.AppendText(tb[:0], u, time.Time{}) }); n != 0 {
+		te := output.TextEncoder{First: u.Time()}
+		tb := te.Append(nil, u)
+		if n := testing.AllocsPerRun(100, func() { tb = te.Append(tb[:0], u) }); n != 0 {
 			t.Errorf("%s text: %v allocations per unit, want 0", typ, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { tb = output.AppendText(tb[:0], u, time.Time{}) }); n != 0 {
+			t.Errorf("%s AppendText: %v allocations per unit, want 0", typ, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { buf = output.AppendJSON(buf[:0], u, output.JSONOptions{}) }); n != 0 {
+			t.Errorf("%s AppendJSON: %v allocations per unit, want 0", typ, n)
 		}
 	}
 }
@@ -157,8 +184,8 @@ func BenchmarkRender(b *testing.B) {
 			})
 		})
 		b.Run(name+"/text", func(b *testing.B) {
-			first := us[0].Time()
-			run(b, func(dst []byte, u *decode.Unit) []byte { return output.AppendText(dst, u, first) })
+			enc := output.TextEncoder{First: us[0].Time()}
+			run(b, enc.Append)
 		})
 	}
 }

@@ -86,7 +86,7 @@ func (j *JSON) Flush() error {
 // AppendJSON appends u as one JSON object (no newline). A [JSONEncoder]
 // writes the same bytes faster for a sequence of units.
 func AppendJSON(b []byte, u *decode.Unit, opt JSONOptions) []byte {
-	e := JSONEncoder{opt: opt}
+	e := JSONEncoder{opt: opt, direct: true}
 	return e.Append(b, u)
 }
 
@@ -104,6 +104,9 @@ type JSONEncoder struct {
 	// The time whose rendering is in timeText.
 	ns       int64
 	timeText []byte
+	// direct writes time and connection straight into the object
+	// (AppendJSON: one unit, nothing to share, nothing to allocate).
+	direct bool
 }
 
 // NewJSONEncoder returns an encoder with options opt.
@@ -117,6 +120,8 @@ func (e *JSONEncoder) Append(b []byte, u *decode.Unit) []byte {
 	b = append(b, `,"time":"`...)
 	if ns := u.UnixNano(); ns == decode.NoTime {
 		b = u.Time().UTC().AppendFormat(b, time.RFC3339Nano)
+	} else if e.direct {
+		b = appendRFC3339Nano(b, ns)
 	} else {
 		if ns != e.ns || len(e.timeText) == 0 {
 			e.ns = ns
@@ -125,19 +130,12 @@ func (e *JSONEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = append(b, e.timeText...)
 	}
 	b = append(b, '"')
-	if c := u.Conn; c != nil {
+	if c := u.Conn; c != nil && e.direct {
+		b = appendConnKeys(b, c)
+	} else if c != nil {
 		if c != e.conn || c.ID != e.connID || c.Client != e.client || c.Server != e.server || len(e.connKeys) == 0 {
 			e.conn, e.connID, e.client, e.server = c, c.ID, c.Client, c.Server
-			k := append(e.connKeys[:0], `,"conn":`...)
-			k = strconv.AppendInt(k, int64(c.ID), 10)
-			if c.Client.IsValid() {
-				k = append(k, `,"client":"`...)
-				k = c.Client.AppendTo(k)
-				k = append(k, `","server":"`...)
-				k = c.Server.AppendTo(k)
-				k = append(k, '"')
-			}
-			e.connKeys = k
+			e.connKeys = appendConnKeys(e.connKeys[:0], c)
 		}
 		b = append(b, e.connKeys...)
 	}
@@ -225,6 +223,20 @@ func (e *JSONEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = append(b, '"')
 	}
 	return append(b, '}')
+}
+
+// appendConnKeys appends the keys of u's connection: conn, client, server.
+func appendConnKeys(b []byte, c *decode.Conn) []byte {
+	b = append(b, `,"conn":`...)
+	b = strconv.AppendInt(b, int64(c.ID), 10)
+	if c.Client.IsValid() {
+		b = append(b, `,"client":"`...)
+		b = c.Client.AppendTo(b)
+		b = append(b, `","server":"`...)
+		b = c.Server.AppendTo(b)
+		b = append(b, '"')
+	}
+	return b
 }
 
 // fastFields appends `,"fields":{...}` through the unit's protocol's direct
