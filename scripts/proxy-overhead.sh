@@ -114,6 +114,10 @@ for r in $(seq "$ROUNDS"); do
 	for m in $MODES; do
 		run "$m"
 		read -r rate p99 <"$work/result"
+		if [ "$rate" = 0 ]; then
+			echo "round $r $m: failed, left out of the medians" >&2
+			continue
+		fi
 		rates[$m]+="$rate "
 		p99s[$m]+="$p99 "
 		echo "round $r $m: $rate msg/s, p99 $p99 µs" >&2
@@ -127,9 +131,9 @@ printf '%-10s %12s %9s %12s %14s   %s\n' mode "msg/s" "vs direct" "p99 µs" "add
 d_rate=$(echo "${rates[direct]:-0}" | median)
 d_p99=$(echo "${p99s[direct]:-0}" | median)
 for m in $MODES; do
-	rate=$(echo "${rates[$m]}" | median)
-	p99=$(echo "${p99s[$m]}" | median)
+	rate=$(echo "${rates[$m]:-}" | median)
+	p99=$(echo "${p99s[$m]:-}" | median)
 	ratio=$(awk -v a="$rate" -v b="$d_rate" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
 	added=$(awk -v a="$p99" -v b="$d_p99" 'BEGIN { printf "%+d", a - b }')
-	printf '%-10s %12s %9s %12s %14s   [%s; %s]\n' "$m" "$rate" "$ratio" "$p99" "$added" "${rates[$m]% }" "${p99s[$m]% }"
+	printf '%-10s %12s %9s %12s %14s   [%s; %s]\n' "$m" "$rate" "$ratio" "$p99" "$added" "${rates[$m]:- }" "${p99s[$m]:- }"
 done
