@@ -133,6 +133,17 @@ type Broker struct {
 // counters are broker-wide totals since start.
 type counters struct {
 	published, delivered, acked, returned, confirmed, redelivered atomic.Uint64
+	tapped                                                        atomic.Uint64 // bytes handed to the tap
+}
+
+// TapStats returns the bytes of traffic handed to the tap and, of those,
+// the bytes its decoder was too far behind to take (shown as gaps, "N
+// bytes not decoded: decoder behind"); both 0 without a tap.
+func (b *Broker) TapStats() (handed, dropped int64) {
+	if b.tap == nil {
+		return 0, 0
+	}
+	return int64(b.stats.tapped.Load()), b.tap.Dropped()
 }
 
 // New returns a broker for cfg.

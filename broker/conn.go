@@ -132,6 +132,7 @@ func (r tapReader) Read(p []byte) (int, error) {
 		c.recvCnt.Add(1)
 		if c.flow != nil {
 			c.b.tap.Data(c.flow, true, p[:n])
+			c.b.stats.tapped.Add(uint64(n))
 		}
 	}
 	return n, err
@@ -499,6 +500,7 @@ func (c *conn) writer() {
 		if len(buf) > 0 {
 			if c.flow != nil {
 				c.b.tap.Data(c.flow, false, buf)
+				c.b.stats.tapped.Add(uint64(len(buf)))
 			}
 			c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 			_, err := c.nc.Write(buf)

@@ -214,3 +214,41 @@ func TestPlainWiretapTUI(t *testing.T) {
 		t.Fatalf("exit status %d", st)
 	}
 }
+
+// TestBrokerNoTap: with --no-tap the broker serves clients and prints no
+// units.
+func TestBrokerNoTap(t *testing.T) {
+	addr, lines := startHeadlessBroker(t, "--no-tap")
+	conn, err := amqp.Dial("amqp://guest:guest@" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, _ := conn.Channel()
+	q, err := ch.QueueDeclare("", false, true, true, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := ch.Consume(q.Name, "", true, false, false, false, nil)
+	ch.Publish("", q.Name, false, false, amqp.Publishing{Body: []byte("untapped")})
+	select {
+	case m := <-msgs:
+		if string(m.Body) != "untapped" {
+			t.Fatalf("body %q", m.Body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery")
+	}
+	conn.Close()
+	select {
+	case l, ok := <-lines:
+		if ok {
+			t.Fatalf("--no-tap printed a unit: %q", l)
+		}
+	case <-time.After(1500 * time.Millisecond): // output is flushed within a second
+	}
+	// The recording is the tap's: asking for both is a usage error.
+	_, errOut, status := run(t, "broker", "--headless", "--no-tap", "-w", t.TempDir()+"/x.pcapng")
+	if status != 2 || !strings.Contains(errOut, "--no-tap") {
+		t.Errorf("--no-tap -w: status %d, stderr %q, want a usage error naming --no-tap", status, errOut)
+	}
+}

@@ -57,6 +57,9 @@ type brokerFlags struct {
 	// --checksum-publish (AMQP 1.0 end-to-end checksums at the broker).
 	verifyChecksums bool
 	checksumPublish string
+	// noTap is --no-tap: the broker alone, its traffic neither decoded
+	// nor printed.
+	noTap bool
 }
 
 func (bf *brokerFlags) register(cmd *cobra.Command) {
@@ -83,6 +86,7 @@ func (bf *brokerFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&bf.verifyChecksums, "verify-checksums", false, "recompute AMQP 1.0 x-opt-crc-32 / x-opt-adler-32 footer checksums on arrival and on delivery; report mismatches")
 	fs.StringVar(&bf.checksumPublish, "checksum-publish", "", "add an `ALG` (crc-32 or adler-32) checksum footer to AMQP 1.0 messages published without a footer")
 	fs.Lookup("checksum-publish").NoOptDefVal = "crc-32"
+	fs.BoolVar(&bf.noTap, "no-tap", false, "with --headless: run the broker alone, its traffic neither decoded nor printed (a test server, a benchmark target)")
 }
 
 func (bf *brokerFlags) config() (broker.Config, error) {
@@ -150,7 +154,10 @@ const brokerLong = `broker runs wiretap's embedded AMQP 0-9-1 broker, compatible
 publisher confirms, transactions, qos, RabbitMQ's error codes and texts),
 and opens the TUI on its own traffic: every frame of every client, decoded
 as 'wiretap read' decodes a capture. With --headless it prints the units
-instead, with every flag of 'read'.
+instead, with every flag of 'read'; with --headless --no-tap it runs the
+broker alone, nothing decoded (a test server, a benchmark target). A tap
+that falls behind the traffic never slows the broker: what it could not
+decode is shown as gaps, and the total is said on stderr at the end.
 
 Point any AMQP 0-9-1 client at it instead of RabbitMQ; the default user is
 guest/guest, from loopback only, as in RabbitMQ. The same listener speaks
@@ -220,6 +227,15 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tui
 	if err := f.check(); err != nil {
 		return err
 	}
+	if !headless && !(term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())) {
+		headless = true
+	}
+	if bf.noTap && !headless {
+		return usageErr("broker: --no-tap needs --headless (the TUI shows the tap's units)")
+	}
+	if bf.noTap && w.path != "" {
+		return usageErr("broker: --no-tap and -w: the recording is made by the tap")
+	}
 	cfg, err := bf.config()
 	if err != nil {
 		return err
@@ -230,9 +246,6 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tui
 			return inputErr(fmt.Errorf("broker: %s is in use (a RabbitMQ already running?): choose another address with --listen", bf.listen))
 		}
 		return inputErr(fmt.Errorf("broker: %w", err))
-	}
-	if !headless && !(term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())) {
-		headless = true
 	}
 	if headless {
 		fmt.Fprintf(os.Stderr, "broker: listening on %s (AMQP 0-9-1; guest/guest from loopback)\n", ln.Addr())
@@ -286,7 +299,9 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tui
 	logs := make(chan error, 64)
 	src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 		c := cfg
-		c.Tap = capture.NewSerial(h)
+		if !bf.noTap {
+			c.Tap = capture.NewSerial(h)
+		}
 		if headless {
 			c.Log = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
 		} else {
@@ -335,6 +350,12 @@ func runBroker(f *decodeFlags, bf *brokerFlags, headless bool, w writeFlags, tui
 			}
 		}
 		b.Close()
+		if handed, dropped := b.TapStats(); dropped > 0 {
+			// The gaps are in the units; the total says how much of the
+			// session the units cover.
+			notes = append(notes, fmt.Sprintf("broker: the tap's decoder fell behind: %d of %d bytes (%.1f%%) not decoded, shown as gaps",
+				dropped, handed, 100*float64(dropped)/float64(max(handed, 1))))
+		}
 		return err
 	}
 	defer func() {
