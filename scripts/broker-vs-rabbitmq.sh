@@ -14,11 +14,15 @@
 # the last run's backlog does not take the cores from the next one.
 #
 # RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/,
-# where .ci/services.sh starts it). The embedded broker runs headless on
-# 127.0.0.1:$PORT (default 5673), no management API, with its tap
-# decoding every frame to /dev/null as `wiretap broker --headless` always
-# does: its numbers include the cost of watching. Each run's JSON lines
-# are kept in $OUT (default a temporary directory, removed at the end).
+# where .ci/services.sh starts it). The embedded broker is started afresh
+# for each of its runs, headless on 127.0.0.1:$PORT (default 5673), no
+# management API, with its tap decoding every frame to /dev/null as
+# `wiretap broker --headless` does: its numbers include the cost of
+# watching, and the "tap" column says how much of the run's traffic the
+# tap decoded (a tap that falls behind drops bytes as gaps rather than
+# slow the broker; the broker says how many when it stops). TAP=off runs
+# it with --no-tap instead: the broker alone. Each run's JSON lines are
+# kept in $OUT (default a temporary directory, removed at the end).
 #
 # Publishers are not rate limited (PerfTest's default), so latency on a
 # broker that cannot keep up is mostly the time messages wait in the queue.
@@ -34,6 +38,7 @@ CLIENTS=${CLIENTS:-wiretap amqp091-go}
 ONLY=${ONLY:-}
 PAUSE=${PAUSE:-2}
 RATE=${RATE:-}
+TAP=${TAP:-on}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 work=$(mktemp -d)
@@ -46,17 +51,37 @@ cleanup() {
 }
 trap cleanup EXIT
 go build -o "$work/wiretap" ./cmd/wiretap
-"$work/wiretap" broker --headless --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
-broker_pid=$!
-up=
-for _ in $(seq 50); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then up=1 && break; fi
-	sleep 0.1
-done
-if [ -z "$up" ]; then
-	echo "broker-vs-rabbitmq: wiretap's broker did not start on 127.0.0.1:$PORT: $(cat "$work/broker.err")" >&2
-	exit 1
-fi
+tapflag=
+if [ "$TAP" = off ]; then tapflag=--no-tap; fi
+
+start_broker() { # a fresh embedded broker for the next run
+	# shellcheck disable=SC2086
+	"$work/wiretap" broker --headless $tapflag --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
+	broker_pid=$!
+	local up=
+	for _ in $(seq 50); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then up=1 && break; fi
+		sleep 0.1
+	done
+	if [ -z "$up" ]; then
+		echo "broker-vs-rabbitmq: wiretap's broker did not start on 127.0.0.1:$PORT: $(cat "$work/broker.err")" >&2
+		exit 1
+	fi
+}
+
+stop_broker() { # sets tap: the share of the run's bytes the tap decoded ("-" without a tap)
+	kill -INT "$broker_pid" 2>/dev/null || true
+	wait "$broker_pid" 2>/dev/null || true
+	broker_pid=
+	tap=-
+	if [ "$TAP" = off ]; then return; fi
+	tap=$(python3 - "$work/broker.err" <<'PY'
+import re, sys
+m = re.search(r"fell behind: (\d+) of (\d+) bytes", open(sys.argv[1]).read())
+print("100%" if not m else "%.0f%%" % (100 - 100 * int(m.group(1)) / max(int(m.group(2)), 1)))
+PY
+)
+}
 
 # name | bench flags
 scenarios=(
@@ -84,7 +109,7 @@ us() { # microseconds, readably
 	python3 -c "v=$1; print('%.1f ms' % (v/1000) if v >= 1000 else '%d us' % v)"
 }
 
-printf '%-46s %-10s %11s %11s %7s %13s %13s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99"
+printf '%-46s %-10s %11s %11s %7s %13s %13s %5s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99" tap
 for sc in "${scenarios[@]}"; do
 	name=${sc%%|*}
 	flags=${sc#*|}
@@ -97,10 +122,12 @@ for sc in "${scenarios[@]}"; do
 			# backlog before the other one is measured on the same cores.
 			read -r rr rp < <(run "$RABBITMQ_URL" "$client" "$flags" "$out/$n-rabbitmq.json")
 			sleep "$PAUSE"
+			start_broker
 			read -r wr wp < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-wiretap.json")
+			stop_broker
 			sleep "$PAUSE"
 			ratio=$(python3 -c "print('%.1fx' % ($wr / max($rr, 1)))")
-			printf '%-46s %-10s %11d %11d %7s %13s %13s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")"
+			printf '%-46s %-10s %11d %11d %7s %13s %13s %5s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")" "$tap"
 		done
 	done
 done
