@@ -68,13 +68,61 @@ type lane struct {
 	mu      sync.Mutex
 	wake    chan struct{}
 	pending decoupledBatch
+	free    [][]byte // chunks given back by the handler's goroutine, for reuse
 	closed  bool
 	done    chan struct{}
 }
 
+// decoupledChunk is the size of the chunks a lane copies bytes into, and
+// decoupledFree how many it keeps for reuse: a handler behind holds up to
+// its limit in chunks, but a lane that grew does not keep more than 4 MiB
+// once the handler caught up. Chunks, not one growing buffer, so that a
+// batch that grows is never copied again to grow (when the decoder was
+// behind, regrowing the buffer of each batch took a tenth of the broker's
+// CPU).
+const (
+	decoupledChunk = 64 << 10
+	decoupledFree  = 64
+)
+
 type decoupledBatch struct {
-	items []decoupledItem
-	bytes []byte
+	items  []decoupledItem
+	chunks [][]byte
+	size   int // bytes in chunks
+}
+
+// put copies b into the batch's chunks, as one item per chunk it spans.
+func (l *lane) put(kind itemKind, f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
+	bt := &l.pending
+	for first := true; first || len(b) > 0; first = false {
+		n := len(bt.chunks)
+		if n == 0 || len(bt.chunks[n-1]) == cap(bt.chunks[n-1]) || (kind == itemNote && cap(bt.chunks[n-1])-len(bt.chunks[n-1]) < len(b)) {
+			bt.chunks = append(bt.chunks, l.chunk(len(b), kind == itemNote))
+			n++
+		}
+		c := &bt.chunks[n-1]
+		take := min(len(b), cap(*c)-len(*c))
+		from := len(*c)
+		*c = append(*c, b[:take]...)
+		bt.size += take
+		bt.items = append(bt.items, decoupledItem{kind: kind, fromA: fromA, f: f, chunk: n - 1, from: from, to: len(*c), t: now})
+		b = b[take:]
+	}
+}
+
+// chunk returns an empty chunk: a reused one, or a new one (big enough
+// for n bytes when whole is set: a note is not split).
+func (l *lane) chunk(n int, whole bool) []byte {
+	if k := len(l.free); k > 0 && (!whole || n <= decoupledChunk) {
+		c := l.free[k-1]
+		l.free[k-1] = nil
+		l.free = l.free[:k-1]
+		return c
+	}
+	if whole {
+		return make([]byte, 0, max(n, decoupledChunk))
+	}
+	return make([]byte, 0, decoupledChunk)
 }
 
 type itemKind uint8
@@ -90,7 +138,8 @@ type decoupledItem struct {
 	kind     itemKind
 	fromA    bool
 	f        *DecoupledFlow
-	from, to int // data: bytes[from:to]
+	chunk    int // data, note: chunks[chunk][from:to]
+	from, to int
 	gap      int
 	t        time.Time
 }
@@ -195,7 +244,7 @@ func (l *lane) data(f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
 	}
 	s := sideOf(fromA)
 	lost := &f.lost[l.id]
-	if len(l.pending.bytes)+len(b) > l.limit {
+	if l.pending.size+len(b) > l.limit {
 		lost[s] += len(b)
 		l.dropped.Add(int64(len(b)))
 		l.mu.Unlock()
@@ -205,9 +254,7 @@ func (l *lane) data(f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
 		l.pending.items = append(l.pending.items, decoupledItem{kind: itemGap, fromA: fromA, f: f, gap: lost[s], t: now})
 		lost[s] = 0
 	}
-	from := len(l.pending.bytes)
-	l.pending.bytes = append(l.pending.bytes, b...)
-	l.pending.items = append(l.pending.items, decoupledItem{kind: itemData, fromA: fromA, f: f, from: from, to: len(l.pending.bytes), t: now})
+	l.put(itemData, f, fromA, b, now)
 	l.mu.Unlock()
 	l.signal()
 }
@@ -224,9 +271,9 @@ func (t *Decoupled) Note(f *DecoupledFlow, fromA bool, kind, msg string) {
 		l.mu.Unlock()
 		return
 	}
-	from := len(l.pending.bytes)
-	l.pending.bytes = append(append(append(l.pending.bytes, kind...), 0), msg...)
-	l.pending.items = append(l.pending.items, decoupledItem{kind: itemNote, fromA: fromA, f: f, from: from, to: len(l.pending.bytes), t: now})
+	note := make([]byte, 0, len(kind)+1+len(msg))
+	note = append(append(append(note, kind...), 0), msg...)
+	l.put(itemNote, f, fromA, note, now)
 	l.mu.Unlock()
 	l.signal()
 }
@@ -280,6 +327,14 @@ func (l *lane) run() {
 		<-l.wake
 		for {
 			l.mu.Lock()
+			// The chunks of the batch delivered last go back for reuse.
+			for i, c := range spare.chunks {
+				if len(l.free) < decoupledFree && cap(c) == decoupledChunk {
+					l.free = append(l.free, c[:0])
+				}
+				spare.chunks[i] = nil
+			}
+			spare.chunks = spare.chunks[:0]
 			batch := l.pending
 			l.pending = spare
 			closed := l.closed
@@ -293,14 +348,14 @@ func (l *lane) run() {
 			}
 			for i := range batch.items {
 				it := &batch.items[i]
-				l.deliver(it, batch.bytes[it.from:it.to])
+				var b []byte
+				if it.kind == itemData || it.kind == itemNote {
+					b = batch.chunks[it.chunk][it.from:it.to]
+				}
+				l.deliver(it, b)
 				*it = decoupledItem{}
 			}
-			spare = decoupledBatch{items: batch.items[:0], bytes: batch.bytes[:0]}
-			// A batch that grew huge once is not kept for ever.
-			if cap(spare.bytes) > 4<<20 {
-				spare.bytes = nil
-			}
+			spare = decoupledBatch{items: batch.items[:0], chunks: batch.chunks}
 		}
 	}
 }
