@@ -101,6 +101,25 @@ type direction struct {
 	junk     junk
 	hdr      ContentHeader
 	msgs     map[uint16]*assembly
+	// cur is msgs[curCh] when not nil: nearly all traffic carries one
+	// message at a time on one channel, so most look-ups stop here.
+	cur   *assembly
+	curCh uint16
+	// spare is an assembly done with, zeroed, for the next message: a
+	// publisher's stream of messages reuses one.
+	spare *assembly
+}
+
+// msg returns the message in flight on channel ch, or nil.
+func (ds *direction) msg(ch uint16) *assembly {
+	if ds.cur != nil && ds.curCh == ch {
+		return ds.cur
+	}
+	a := ds.msgs[ch]
+	if a != nil {
+		ds.cur, ds.curCh = a, ch
+	}
+	return a
 }
 
 // junk accumulates bytes skipped while resynchronising after garbage.
@@ -625,11 +644,19 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		if ds.msgs == nil {
 			ds.msgs = make(map[uint16]*assembly)
 		}
-		if old := ds.msgs[u.Channel]; old != nil {
+		if old := ds.msg(u.Channel); old != nil {
 			u.Warn("previous message on this channel was incomplete")
 			d.drop(ds, u.Channel)
 		}
-		ds.msgs[u.Channel] = &assembly{method: p, methodUnit: u, d: d, dir: dir, channel: u.Channel}
+		a := ds.spare
+		if a != nil {
+			ds.spare = nil
+		} else {
+			a = new(assembly)
+		}
+		a.method, a.methodUnit, a.d, a.dir, a.channel = p, u, d, dir, u.Channel
+		ds.msgs[u.Channel] = a
+		ds.cur, ds.curCh = a, u.Channel
 	}
 	u.Summary = d.summary(u.Dir, 0, s)
 }
@@ -726,7 +753,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		return
 	}
 	u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr))
-	a := ds.msgs[u.Channel]
+	a := ds.msg(u.Channel)
 	if a == nil {
 		u.Warn("content header without a method that carries content")
 		return
@@ -746,7 +773,7 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	u.Type = UnitContentBody
 	s := append(d.scratch[:0], "Content-Body len="...)
 	s = strconv.AppendInt(s, int64(len(p)), 10)
-	a := ds.msgs[u.Channel]
+	a := ds.msg(u.Channel)
 	switch {
 	case a == nil || a.header == nil:
 		u.Warn("content body without a content header")
@@ -785,19 +812,28 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	u.Summary = d.summary(u.Dir, 2, s)
 }
 
-// drop forgets the message in flight on channel ch.
+// drop forgets the message in flight on channel ch. Its assembly is
+// zeroed and kept for the next message: nothing refers to it any more (the
+// budget let go of it with its hold; a completed message took copies of
+// what it keeps).
 func (d *Decoder) drop(ds *direction, ch uint16) {
-	if a := ds.msgs[ch]; a != nil {
+	if a := ds.msg(ch); a != nil {
 		if a.frames > 1 || a.got < a.bodySize {
 			d.inflight -= len(a.body) // a copy, counted when appended
 		}
 		a.hold.Release()
 		delete(ds.msgs, ch)
+		ds.cur = nil
+		*a = assembly{}
+		ds.spare = a
 	}
 }
 
 // complete attaches the assembled message to u, the unit that completes it.
 func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
+	// drop recycles a: keep what the message needs first.
+	done := *a
+	a = &done
 	d.drop(&d.dirs[dir], u.Channel)
 	switch {
 	case a.budgetCut:

@@ -554,11 +554,28 @@ func appendBool(s []byte, label string, b []byte, c *Composite, i int) []byte {
 
 // appendQuoted quotes v like strconv.Quote, bounding what a summary shows.
 func appendQuoted(s, v []byte) []byte {
+	if len(v) <= 80 && plainASCII(v) {
+		// What strconv.Quote writes for printable ASCII without quotes or
+		// backslashes: the bytes themselves (a link name on every transfer).
+		s = append(s, '"')
+		s = append(s, v...)
+		return append(s, '"')
+	}
 	if len(v) > 80 {
 		s = strconv.AppendQuote(s, string(v[:80]))
 		return append(s, "..."...)
 	}
 	return strconv.AppendQuote(s, string(v))
+}
+
+// plainASCII reports whether v is printable ASCII with no '"' or '\\'.
+func plainASCII(v []byte) bool {
+	for _, c := range v {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func appendSymbols(s []byte, b []byte, f *Value) []byte {

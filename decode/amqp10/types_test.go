@@ -1,7 +1,9 @@
 package amqp10
 
 import (
+	"bytes"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -152,5 +154,20 @@ func TestHotPathAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("hot path allocates %v times per frame", n)
+	}
+}
+
+// appendQuoted's shortcut for plain ASCII writes what strconv.Quote does.
+func TestAppendQuotedPlain(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for _, v := range [][]byte{{byte(c)}, []byte("link-" + string(rune(c)) + "-name"), bytes.Repeat([]byte{byte(c)}, 90)} {
+			want := strconv.Quote(string(v[:min(len(v), 80)]))
+			if len(v) > 80 {
+				want += "..."
+			}
+			if got := string(appendQuoted(nil, v)); got != want {
+				t.Fatalf("%q: got %s, want %s", v, got, want)
+			}
+		}
 	}
 }
