@@ -58,10 +58,15 @@ type RouteAnnotator struct {
 	Version func() uint64
 
 	vhosts  map[*decode.Conn]string
-	open    map[chanKey]*pendingPublish
+	open    map[chanKey]pendingPublish
 	held    []*decode.Unit
 	cache   map[routeKey]explained
 	cacheAt uint64
+	// pub is the scratch basic.publish read from each publish's frame;
+	// lastExchange and lastKey are the strings of the last publish,
+	// reused while the names repeat (they usually do).
+	pub                   amqp091.BasicPublish
+	lastExchange, lastKey string
 }
 
 // maxCachedRoutes bounds the explanations a RouteAnnotator keeps; past
@@ -102,10 +107,10 @@ func (a *RouteAnnotator) Sink(u *decode.Unit) {
 	}
 	if a.vhosts == nil {
 		a.vhosts = map[*decode.Conn]string{}
-		a.open = map[chanKey]*pendingPublish{}
+		a.open = map[chanKey]pendingPublish{}
 	}
 	key := chanKey{u.Conn, u.Channel}
-	if p := a.open[key]; p != nil {
+	if p, ok := a.open[key]; ok {
 		// The content header that follows a publish, or whatever came
 		// instead (the broker then closes the connection).
 		var headers amqp091.Table
@@ -117,7 +122,7 @@ func (a *RouteAnnotator) Sink(u *decode.Unit) {
 				}
 			}
 		}
-		a.annotate(key, p, headers)
+		a.annotate(key, &p, headers)
 	}
 	switch u.Type {
 	case "connection.open":
@@ -125,8 +130,14 @@ func (a *RouteAnnotator) Sink(u *decode.Unit) {
 			a.vhosts[u.Conn] = string(m.VirtualHost)
 		}
 	case "basic.publish":
-		if m, ok := parseMethod(u.Raw).(*amqp091.BasicPublish); ok {
-			a.open[key] = &pendingPublish{u: u, exchange: string(m.Exchange), routingKey: string(m.RoutingKey), mandatory: m.Mandatory}
+		if m := a.parsePublish(u.Raw); m != nil {
+			if string(m.Exchange) != a.lastExchange {
+				a.lastExchange = string(m.Exchange)
+			}
+			if string(m.RoutingKey) != a.lastKey {
+				a.lastKey = string(m.RoutingKey)
+			}
+			a.open[key] = pendingPublish{u: u, exchange: a.lastExchange, routingKey: a.lastKey, mandatory: m.Mandatory}
 			a.held = append(a.held, u)
 			if len(a.held) > maxHeld {
 				a.annotateOldest()
@@ -137,11 +148,24 @@ func (a *RouteAnnotator) Sink(u *decode.Unit) {
 	a.pass(u)
 }
 
+// parsePublish reads the arguments of the basic.publish frame raw into
+// a.pub (valid until the next call), or returns nil.
+func (a *RouteAnnotator) parsePublish(raw []byte) *amqp091.BasicPublish {
+	payload, ok := framePayload(raw)
+	if !ok || len(payload) < 4 || payload[0] != 0 || payload[1] != 60 || payload[2] != 0 || payload[3] != 40 {
+		return nil
+	}
+	if a.pub.DecodeArguments(payload[4:]) != nil {
+		return nil
+	}
+	return &a.pub
+}
+
 // Flush sends on what is held, explaining the publishes still waiting
 // for their content header without headers.
 func (a *RouteAnnotator) Flush() {
 	for key, p := range a.open {
-		a.annotate(key, p, nil)
+		a.annotate(key, &p, nil)
 	}
 	a.release()
 }
@@ -163,7 +187,7 @@ func (a *RouteAnnotator) pass(u *decode.Unit) {
 func (a *RouteAnnotator) annotateOldest() {
 	for key, p := range a.open {
 		if p.u == a.held[0] {
-			a.annotate(key, p, nil)
+			a.annotate(key, &p, nil)
 			return
 		}
 	}
@@ -220,7 +244,7 @@ func (a *RouteAnnotator) release() {
 	n := 0
 	for _, u := range a.held {
 		if u.Type == "basic.publish" && u.Dir == decode.DirF {
-			if p := a.open[chanKey{u.Conn, u.Channel}]; p != nil && p.u == u {
+			if p, ok := a.open[chanKey{u.Conn, u.Channel}]; ok && p.u == u {
 				break
 			}
 		}
