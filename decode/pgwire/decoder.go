@@ -89,6 +89,9 @@ type Decoder struct {
 	slab []byte
 	// slabNext is the size of the last slab allocated (doubling to 32 KiB).
 	slabNext int
+	// units is the unit slab; unitsNext the size of the last one.
+	units     []decode.Unit
+	unitsNext int
 }
 
 var (
@@ -520,11 +523,18 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		d.slab = append(d.slab, raw...)
 		cp = d.slab[s:len(d.slab):len(d.slab)]
 	}
-	u := &decode.Unit{
-		Conn: d.conn, Dir: dir, Proto: decode.ProtoPgSQL,
-		Offset: pos, Len: len(raw), Raw: cp, Parent: parent,
-		Dissect: dissectTyped,
+	// Units come from a slab, from 8 doubling to 256 (many short
+	// connections must not cost a full slab each); the slab is fresh, so
+	// fields are set one by one rather than a whole Unit copied.
+	if len(d.units) == 0 {
+		d.unitsNext = min(max(2*d.unitsNext, 8), 256)
+		d.units = make([]decode.Unit, d.unitsNext)
 	}
+	u := &d.units[0]
+	d.units = d.units[1:]
+	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoPgSQL
+	u.Offset, u.Len, u.Raw, u.Parent = pos, len(raw), cp, parent
+	u.Dissect = dissectTyped
 	u.SetTime(t)
 	return u
 }

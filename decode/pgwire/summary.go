@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"strconv"
+	"sync"
 )
 
 // maxSummaryText bounds the text (queries, messages) quoted in a summary.
@@ -18,6 +19,23 @@ func init() {
 		columnsSummary[i] = "DataRow: " + strconv.Itoa(i) + " columns"
 	}
 	columnsSummary[1] = "DataRow: 1 column"
+}
+
+// copyDataSummaries holds "CopyData: N bytes" for N up to 4 KiB, made at
+// the first CopyData: a COPY is a million of them, each a row's length.
+var copyDataSummaries = sync.OnceValue(func() *[4097]string {
+	var t [4097]string
+	for i := range t {
+		t[i] = "CopyData: " + strconv.Itoa(i) + " bytes"
+	}
+	return &t
+})
+
+func copyDataSummary(n int) string {
+	if t := copyDataSummaries(); n >= 0 && n < len(t) {
+		return t[n]
+	}
+	return "CopyData: " + strconv.Itoa(n) + " bytes"
 }
 
 func clip(b []byte) string {
@@ -71,7 +89,7 @@ func summarize(name string, typ byte, body []byte, fromFrontend, redacted bool) 
 			}
 			return s
 		case TypeCopyData:
-			return "CopyData: " + strconv.Itoa(len(body)) + " bytes"
+			return copyDataSummary(len(body))
 		case TypeCopyFail:
 			return "CopyFail: " + clip(body)
 		case TypePassword:
@@ -129,7 +147,7 @@ func summarize(name string, typ byte, body []byte, fromFrontend, redacted bool) 
 			return "RowDescription: " + strconv.Itoa(int(binary.BigEndian.Uint16(body))) + " columns"
 		}
 	case TypeCopyData:
-		return "CopyData: " + strconv.Itoa(len(body)) + " bytes"
+		return copyDataSummary(len(body))
 	case TypeNotificationResponse:
 		if len(body) >= 4 {
 			ch := cstr(body[4:])
