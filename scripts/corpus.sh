@@ -207,6 +207,7 @@ if [[ ${1:-} == scale ]]; then
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
 	capture_stop
+	tail -n 3 "$BIN/bench.out" >&2
 	expr=$(sort -u "$BIN/ports" | awk 'NF { printf "%s%s", sep, "port " $1; sep = " or " }')
 	[[ -n $expr ]] || die "no connection of bench seen by ss"
 	keep_ports "$raw" "$out" "$expr"

@@ -27,14 +27,21 @@ import (
 // its field tree, and a warning when the bare message was modified.
 // An Immutability is not safe for concurrent use.
 type Immutability struct {
-	entered map[string]*immEntry
-	order   []string
+	entered map[immKey]immEntry
+	order   []immKey
 	bytes   int
 	// MaxBytes bounds the bare-message bytes retained for comparison
 	// (default 64 MiB); the oldest messages are forgotten first.
 	MaxBytes int
 	rep      ImmutabilityReport
 	modified []string
+}
+
+// immKey identifies a message: by its message-id, or (id empty) by the
+// hash of its bare message.
+type immKey struct {
+	id   string
+	hash [sha256.Size]byte
 }
 
 type immEntry struct {
@@ -68,7 +75,7 @@ type ImmutabilityVerdict struct {
 
 // NewImmutability returns an empty tracker.
 func NewImmutability() *Immutability {
-	return &Immutability{entered: make(map[string]*immEntry), MaxBytes: 64 << 20}
+	return &Immutability{entered: make(map[immKey]immEntry), MaxBytes: 64 << 20}
 }
 
 // Observe feeds one unit; units that do not complete an AMQP 1.0 message
@@ -80,11 +87,10 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		return nil
 	}
 	bare := cm.Bare()
-	key := "id:" + u.MessageID()
+	key := immKey{id: u.MessageID()}
 	by := "message-id"
-	if u.MessageID() == "" {
-		h := sha256.Sum256(bare)
-		key, by = "sha256:"+string(h[:]), "bare-message hash"
+	if key.id == "" {
+		key.hash, by = sha256.Sum256(bare), "bare-message hash"
 	}
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
@@ -93,7 +99,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		} else {
 			im.order = append(im.order, key)
 		}
-		im.entered[key] = &immEntry{conn: u.Conn.ID, n: u.N, bare: bare}
+		im.entered[key] = immEntry{conn: u.Conn.ID, n: u.N, bare: bare}
 		im.bytes += len(bare)
 		im.evict()
 		return nil
@@ -109,7 +115,15 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	v := &ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
 	v.Offset = firstDiff(e.bare, bare)
 	v.Identical = v.Offset < 0
-	f := &decode.Field{Key: "immutability", Name: "amqp.immutability"}
+	// The verdict's field and its children in one allocation: every
+	// message that leaves a broker gets one.
+	blk := new(struct {
+		f    decode.Field
+		kids [3]decode.Field
+		ptrs [3]*decode.Field
+	})
+	f := &blk.f
+	*f = decode.Field{Key: "immutability", Name: "amqp.immutability", Kids: blk.ptrs[:0]}
 	from := "conn " + strconv.Itoa(e.conn)
 	if e.n > 0 {
 		from += " unit " + strconv.Itoa(e.n)
@@ -138,10 +152,13 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		im.modified = append(im.modified, "  message-id "+strconv.Quote(id)+": conn "+strconv.Itoa(e.conn)+
 			" -> conn "+strconv.Itoa(u.Conn.ID)+": "+msg)
 	}
-	f.Add(&decode.Field{Key: "matched-by", Value: by})
-	f.Add(&decode.Field{Key: "from-conn", Value: uint64(e.conn)})
+	blk.kids[0] = decode.Field{Key: "matched-by", Value: by}
+	blk.kids[1] = decode.Field{Key: "from-conn", Value: uint64(e.conn)}
+	f.Add(&blk.kids[0])
+	f.Add(&blk.kids[1])
 	if v.Offset >= 0 {
-		f.Add(&decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(v.Offset)})
+		blk.kids[2] = decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(v.Offset)}
+		f.Add(&blk.kids[2])
 	}
 	cm.Annotations = append(cm.Annotations, f)
 	return v
