@@ -9,6 +9,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/ip4defrag"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/wiretap-dev/wiretap/decode"
 )
 
 // Assembler reassembles TCP connections from packets and feeds a
@@ -35,10 +36,27 @@ type Assembler struct {
 	// datagrams mirrors the incomplete IPv4 datagrams the defragmenter
 	// holds, with the time of each one's first fragment: ip4defrag has no
 	// bound on them, so this one counts them.
-	datagrams   map[datagramKey]time.Time
+	datagrams   map[datagramKey]datagram
 	idleCheck   time.Time // capture time of the last idle check
 	warnedFlows bool
 	warnedFrags bool
+
+	// budget is the memory budget held state is charged to (nil: none);
+	// fragAcct and fragHold charge the pending fragments.
+	budget           *decode.Budget
+	fragAcct         *decode.Account
+	fragHold         decode.Hold
+	warnedFragBudget bool
+	// evictedQ holds the connections whose out-of-order segments the
+	// budget took, to be told when the assembler has the stack.
+	evictedQ []*conn
+}
+
+// datagram is an incomplete IPv4 datagram: the time of its first
+// fragment and what its fragments were charged.
+type datagram struct {
+	first time.Time
+	bytes int64
 }
 
 // datagramKey names an IPv4 datagram as ip4defrag does (RFC 791 section
@@ -68,6 +86,9 @@ type conn struct {
 	last     time.Time
 	buffered int
 	warned   bool
+	// asm is the assembler, for the budget's evictions.
+	asm          *Assembler
+	warnedBudget bool // about a segment the budget had no room for
 }
 
 // half is one direction of a connection.
@@ -84,6 +105,15 @@ type half struct {
 	// advances head, so the slice keeps its capacity.
 	ooo  []pending
 	head int
+	// hold charges the held segments to the connection's account; it is
+	// busy while the direction is being delivered.
+	hold decode.Hold
+	// evicted says the budget took the held segments; evictedTo is the
+	// end of the last of them, evictedHeld their bytes, evictWhy why.
+	evicted     bool
+	evictedTo   uint32
+	evictedHeld int
+	evictWhy    string
 }
 
 func (h *half) heldCount() int { return len(h.ooo) - h.head }
@@ -103,12 +133,15 @@ func NewAssembler(h Handler, opt *Options, stats *Stats) *Assembler {
 	if stats == nil {
 		stats = new(Stats)
 	}
-	return &Assembler{
+	a := &Assembler{
 		h:     h,
 		opt:   opt.withDefaults(),
 		stats: stats,
 		conns: make(map[flowKey]*conn),
 	}
+	a.budget = budgetOf(h, &a.opt)
+	a.fragAcct = a.budget.NewAccount()
+	return a
 }
 
 // Stats returns the counts the Assembler updates.
@@ -138,6 +171,9 @@ func (a *Assembler) Packet(p *Packet) {
 		}
 	default:
 		a.stats.Skipped++
+	}
+	if len(a.evictedQ) > 0 {
+		a.applyEvictions(p.Time)
 	}
 }
 
@@ -205,8 +241,8 @@ func (a *Assembler) newConn(key flowKey, s *segment, t time.Time) *conn {
 	}
 	a.nextID++
 	a.stats.Flows++
-	c := &conn{key: key, last: t}
-	c.flow = Flow{ID: a.nextID, A: s.src, B: s.dst, First: t}
+	c := &conn{key: key, last: t, asm: a}
+	c.flow = Flow{ID: a.nextID, A: s.src, B: s.dst, First: t, Account: a.budget.NewAccount()}
 	switch s.flags & (tcpSYN | tcpACK) {
 	case tcpSYN:
 		c.flow.SYN = true
@@ -225,6 +261,13 @@ func (a *Assembler) accept(c *conn, d int, seq uint32, data []byte, missing int,
 	if h.done {
 		return
 	}
+	a.applyEvicted(c, d, t)
+	if h.done || c.closed {
+		return
+	}
+	// The direction being delivered is not the budget's to take.
+	h.hold.Busy = true
+	defer func() { h.hold.Busy = false }()
 	if fin && !h.finSeen {
 		h.finSeen, h.finSeq = true, seq+uint32(len(data)+missing)
 	}
@@ -303,6 +346,7 @@ func (a *Assembler) pop(c *conn, d int) {
 	n := len(h.ooo[h.head].data)
 	c.buffered -= n
 	a.buffered -= n
+	h.hold.Resize(c.flow.Account, c, h.hold.Size()-segmentCost(n))
 	h.ooo[h.head] = pending{}
 	h.head++
 	if h.head == len(h.ooo) {
@@ -347,11 +391,18 @@ func (a *Assembler) clone(data []byte) []byte {
 }
 
 // hold keeps an out-of-order segment until the bytes before it arrive,
-// within the memory budget.
+// within the reassembly bounds and the memory budget.
 func (a *Assembler) hold(c *conn, d int, seq uint32, data []byte, missing int, fin bool, t time.Time) {
 	h := &c.half[d]
-	for c.buffered+len(data) > a.opt.MaxBufferedPerFlow || a.buffered+len(data) > a.opt.MaxBufferedTotal {
-		a.overBudget(c)
+	cost := segmentCost(len(data))
+	for {
+		if c.buffered+len(data) > a.opt.MaxBufferedPerFlow || a.buffered+len(data) > a.opt.MaxBufferedTotal {
+			a.overBudget(c)
+		} else if h.hold.Grow(c.flow.Account, c, cost) {
+			break
+		} else {
+			a.refusedHold(c, d, seq, len(data), t)
+		}
 		if h.heldCount() == 0 {
 			// Nothing of this direction to give up: the hole before this
 			// segment is lost.
@@ -373,9 +424,12 @@ func (a *Assembler) hold(c *conn, d int, seq uint32, data []byte, missing int, f
 	})
 	if found {
 		p := &h.ooo[h.head+i]
+		old := segmentCost(len(p.data))
 		if len(p.data)+p.missing >= len(data)+missing {
+			h.hold.Resize(c.flow.Account, c, h.hold.Size()-cost)
 			return // a retransmission of a held segment
 		}
+		h.hold.Resize(c.flow.Account, c, h.hold.Size()-old)
 		c.buffered += len(data) - len(p.data)
 		a.buffered += len(data) - len(p.data)
 		a.recycle(p.data)
@@ -422,6 +476,13 @@ func (a *Assembler) skipTo(c *conn, d int, seq uint32, t time.Time) {
 // holes, at the held segments' own times.
 func (a *Assembler) flushHalf(c *conn, d int) {
 	h := &c.half[d]
+	t := c.last
+	if h.heldCount() > 0 {
+		t = h.ooo[h.head].t
+	}
+	a.applyEvicted(c, d, t)
+	h.hold.Busy = true
+	defer func() { h.hold.Busy = false }()
 	for h.heldCount() > 0 && !h.done {
 		a.skipTo(c, d, h.ooo[h.head].seq, h.ooo[h.head].t)
 	}
@@ -513,8 +574,13 @@ func (a *Assembler) Flush() {
 	for _, c := range open {
 		a.closeConn(c, c.last)
 	}
+	a.applyEvictions(time.Time{}) // what is left is of closed connections
 	clear(a.conns)
 	a.closed = nil
+	// Incomplete datagrams at the end of the input never complete.
+	a.fragHold.Release()
+	a.defrag = nil
+	clear(a.datagrams)
 }
 
 // fragmentTimeout is how long the fragments of an incomplete IPv4 datagram
@@ -534,14 +600,17 @@ const MaxPendingDatagrams = 4096
 func (a *Assembler) defragment(ip []byte, t time.Time) {
 	if a.defrag == nil {
 		a.defrag = ip4defrag.NewIPv4Defragmenter()
-		a.datagrams = make(map[datagramKey]time.Time)
+		if a.datagrams == nil {
+			a.datagrams = make(map[datagramKey]datagram)
+		}
 	}
 	if a.fragments++; a.fragments >= 1024 {
 		a.fragments = 0
 		old := t.Add(-fragmentTimeout)
 		a.defrag.DiscardOlderThan(old)
-		for k, first := range a.datagrams {
-			if first.Before(old) {
+		for k, dg := range a.datagrams {
+			if dg.first.Before(old) {
+				a.releaseDatagram(dg.bytes)
 				delete(a.datagrams, k)
 			}
 		}
@@ -564,11 +633,24 @@ func (a *Assembler) defragment(ip []byte, t time.Time) {
 			}
 			a.defrag = ip4defrag.NewIPv4Defragmenter()
 			clear(a.datagrams)
+			a.fragHold.Release()
 		}
-		a.datagrams[key] = t
 	}
+	if !a.chargeFragment(len(ip)) {
+		return // no room even for this one alone: dropped, counted
+	}
+	if a.defrag == nil { // the charge dropped the pending ones
+		a.defrag = ip4defrag.NewIPv4Defragmenter()
+	}
+	dg, ok := a.datagrams[key]
+	if !ok {
+		dg.first = t
+	}
+	dg.bytes += int64(len(ip)) + fragmentCost
+	a.datagrams[key] = dg
 	whole, err := a.defrag.DefragIPv4WithTimestamp(frag, t)
 	if err != nil || whole != nil {
+		a.releaseDatagram(a.datagrams[key].bytes)
 		delete(a.datagrams, key) // ip4defrag dropped or completed it
 	}
 	if err != nil || whole == nil || whole.Protocol != layers.IPProtocolTCP {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
 )
 
 // Flow is one TCP connection.
@@ -19,6 +21,11 @@ type Flow struct {
 	SYN bool
 	// First is the time of the connection's first packet.
 	First time.Time
+	// Account, when not nil, is the connection's account in the memory
+	// budget the source charges (see [Budgeted]): the pipeline and the
+	// connection's decoder charge it too. Sources without a budget leave
+	// it nil.
+	Account *decode.Account
 }
 
 // Handler receives reassembled, in-order bytes per flow and direction.
@@ -75,6 +82,12 @@ type Options struct {
 	// read so far and the input's size (-1 when unknown), and once at the
 	// end.
 	Progress func(read, total int64)
+	// Budget, when set, is the memory budget (--max-memory) the source
+	// charges its held state to: out-of-order segments, incomplete IPv4
+	// datagrams, the pcapng interface table. Unset, it is the handler's
+	// when the handler is [Budgeted]. It must be the budget of a handler
+	// called on the source's goroutine.
+	Budget *decode.Budget
 	// Tap, when set, sees every packet record as read, before decoding
 	// (for writing what a live capture saw with -w). data is only valid
 	// during the call.
@@ -112,6 +125,10 @@ type Stats struct {
 	Gaps      int64 // gaps reported, not counting unknown starts
 	GapBytes  int64 // bytes known to be lost (gaps of unknown length add nothing)
 	Evicted   int64 // connections closed early to respect MaxFlows
+	// BudgetDrops counts held state the memory budget took back or had
+	// no room for: a connection's out-of-order segments, an out-of-order
+	// segment not held, the pending IPv4 fragments.
+	BudgetDrops int64
 	// Truncated reports that the input ended inside a record or block, or
 	// became unreadable part way; what came before was decoded.
 	Truncated bool

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/wiretap-dev/wiretap/decode"
 )
 
 // A pcapng reader of its own (draft-ietf-opsawg-pcapng): gopacket's
@@ -67,6 +68,12 @@ type ngReader struct {
 	warn        func(string)
 	warned      bool // about MaxInterfaces
 	warnedID    bool // about a packet of an undescribed interface
+	// acct and hold charge the interface table to the memory budget
+	// (never evicted: every packet needs it); refused says the budget
+	// had no room for the next interface, so none after it is kept.
+	acct    *decode.Account
+	hold    decode.Hold
+	refused bool
 }
 
 func (r *ngReader) warnf(msg string) {
@@ -180,7 +187,7 @@ func (r *ngReader) block() (uint32, []byte, error) {
 // section starts a section from its header block's body (byte-order
 // magic first).
 func (r *ngReader) section(body []byte) {
-	r.ifaces, r.described, r.warned, r.warnedID = r.ifaces[:0], 0, false, false
+	r.ifaces, r.described, r.warned, r.warnedID, r.refused = r.ifaces[:0], 0, false, false, false
 	r.skipSection = len(body) < 8 || r.order.Uint16(body[4:6]) != 1
 	if r.skipSection {
 		r.warnf("capture: pcapng section at offset " + strconv.FormatInt(r.off, 10) + " has an unknown version; its packets are skipped")
@@ -195,6 +202,15 @@ func (r *ngReader) interfaceBlock(off int64, body []byte) error {
 			r.warned = true
 			r.warnf("capture: pcapng section describes more than " + strconv.Itoa(MaxInterfaces) +
 				" interfaces (block at offset " + strconv.FormatInt(off, 10) + "); the packets of the others are skipped")
+		}
+		return nil
+	}
+	if r.refused || !r.chargeInterface() {
+		if !r.refused {
+			r.refused = true
+			r.warnf("capture: pcapng interface table reached the memory budget (--max-memory " + decode.FormatSize(r.acct.Budget().Limit()) +
+				") at the block at offset " + strconv.FormatInt(off, 10) + " (interface " + strconv.Itoa(r.described-1) +
+				"); the packets of that interface and later ones in the section are skipped")
 		}
 		return nil
 	}
@@ -317,4 +333,10 @@ func (r *ngReader) next() (data []byte, t time.Time, length int, link layers.Lin
 		}
 		return body[:caplen], t, length, in.link, nil
 	}
+}
+
+// release gives back what the interface table was charged.
+func (r *ngReader) release() {
+	r.hold.Release()
+	r.ifaces = nil
 }

@@ -69,8 +69,13 @@ func Read(r io.Reader, name string, h Handler, opt *Options) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Budget == nil {
+		o.Budget = budgetOf(h, nil)
+	}
 	if src.ng != nil {
 		src.ng.warn = stats.warn
+		src.ng.acct = o.Budget.NewAccount()
+		defer src.ng.release()
 	}
 	asm := NewAssembler(h, &o, stats)
 	var p Packet

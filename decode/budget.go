@@ -3,33 +3,75 @@ package decode
 import "strconv"
 
 // Budget is the memory budget shared by every decoder of one pipeline
-// (issue 14): the state a decoder keeps between calls (a message being
-// reassembled, a decompression window, units held for their container) is
-// charged against it as a [Hold] before it is allocated, and given back
-// when it is freed.
+// and by the capture layer that feeds it (issue 14): the state kept
+// between calls (a message being reassembled, a decompression window,
+// units held for their container, out-of-order TCP segments, incomplete
+// IP datagrams, pcapng interface tables) is charged against it as a
+// [Hold] before it is allocated, and given back when it is freed.
 //
 // A charge that does not fit makes room first by evicting other holds,
-// the oldest first (the partial message waiting longest, the window opened
-// longest ago): the evicted hold's owner frees its state and tells its
-// connection what was dropped and why. A connection whose holds pass its
-// share (see [Budget.Share]) evicts its own oldest first, so no single
-// connection can take the whole budget. A charge that still does not fit
-// is refused, and the requester drops that state itself.
+// the least valuable first (see [Budget.Evictions] for the order): the
+// evicted hold's owner frees its state and tells its connection what was
+// dropped and why. A connection whose holds pass its share (see
+// [Budget.Share]) evicts its own first, so no single connection can take
+// the whole budget. A charge that still does not fit is refused, and the
+// requester drops that state itself. A hold without an owner (bytes in
+// use, such as a [Stream]'s reservation or an interface table) is never
+// evicted.
 //
 // A Budget is not safe for concurrent use; the pipeline and the proxy
-// decode under one lock. The zero Budget has no limit but still counts.
+// decode under one lock, and the capture layer charges it only when it
+// calls the pipeline on the same goroutine. The zero Budget has no limit
+// but still counts.
 type Budget struct {
 	limit, share int64
 
 	used, high int64
-	evictions  int
+	evicted    [rankCount]int
 	refusals   int
 
-	head, tail *Hold // charged holds, oldest first
+	// clock counts activity (charges and [Account.Touch]); an account
+	// that saw none for IdleTicks of it is idle.
+	clock uint64
+
+	partials holdList // evictable partial state, in order of first charge
+	windows  holdList // evictable windows and contexts
+
+	// adopt, while set, is what NewAccount returns (see [Budget.Within]).
+	adopt *Account
 }
 
 // DefaultMaxMemory is --max-memory's default.
 const DefaultMaxMemory = 512 << 20
+
+// IdleTicks is how long a connection must have been quiet for its
+// windows to go before any partial state: that many charges and
+// deliveries of bytes, to any connection, since its last one.
+const IdleTicks = 4096
+
+// HoldKind says what a hold keeps, which decides when it is evicted.
+type HoldKind uint8
+
+const (
+	// HoldPartial (the zero kind) is state waiting for more input: a
+	// message or delivery being reassembled, out-of-order segments
+	// waiting for a hole, an incomplete IP datagram. Dropping it loses
+	// that one piece.
+	HoldPartial HoldKind = iota
+	// HoldWindow is a decompression window or context: dropping it loses
+	// what its connection compresses until a new frame, but it is the
+	// largest state there is, and an idle connection may never use it
+	// again.
+	HoldWindow
+)
+
+// Eviction ranks, in the order holds are taken.
+const (
+	rankIdleWindow = iota
+	rankPartial
+	rankWindow
+	rankCount
+)
 
 // NewBudget returns a budget of limit bytes (<= 0: no limit). Each
 // connection may hold a quarter of it, or up to 16 MiB if that is more,
@@ -56,24 +98,81 @@ func (b *Budget) Used() int64 { return b.used }
 func (b *Budget) High() int64 { return b.high }
 
 // Evictions counts holds dropped to make room for another charge.
-func (b *Budget) Evictions() int { return b.evictions }
+func (b *Budget) Evictions() int {
+	n := 0
+	for _, e := range b.evicted {
+		n += e
+	}
+	return n
+}
+
+// EvictionCounts counts the evictions by what was taken, in the order
+// the budget takes them: first the windows of idle connections, the
+// largest first (the most memory, and the least likely to be used
+// again); then partial state, the oldest first (the message or hole
+// waiting longest is the least likely to complete); last the windows of
+// active connections, the largest first (dropping one costs the rest of
+// its connection's compressed stream until a new frame). Within one
+// connection's share the same order holds, except that the connection
+// is active: its oldest partial state goes first, then its largest
+// window.
+type EvictionCounts struct {
+	IdleWindows, Partials, ActiveWindows int
+}
+
+// EvictionsByKind returns the evictions counted by what was taken.
+func (b *Budget) EvictionsByKind() EvictionCounts {
+	return EvictionCounts{b.evicted[rankIdleWindow], b.evicted[rankPartial], b.evicted[rankWindow]}
+}
 
 // Refusals counts charges refused because no room could be made.
 func (b *Budget) Refusals() int { return b.refusals }
 
-// Account is one connection's part of a budget. A nil Account, or one of
-// a nil Budget, charges nothing and refuses nothing.
+// Account is one connection's part of a budget: every layer that keeps
+// state for the connection (reassembly, the pipeline, its decoder)
+// charges the same account, so the share bounds them together. A nil
+// Account, or one of a nil Budget, charges nothing and refuses nothing.
 type Account struct {
-	b    *Budget
-	used int64
+	b     *Budget
+	used  int64
+	last  uint64   // the budget's clock at the connection's last activity
+	holds holdList // the account's evictable holds, in order of first charge
 }
 
-// NewAccount opens an account for one connection; b may be nil.
+// NewAccount opens an account for one connection; b may be nil. Within
+// [Budget.Within], it returns that account instead.
 func (b *Budget) NewAccount() *Account {
 	if b == nil {
 		return nil
 	}
-	return &Account{b: b}
+	if b.adopt != nil {
+		return b.adopt
+	}
+	b.clock++
+	return &Account{b: b, last: b.clock}
+}
+
+// Within calls fn with NewAccount returning a: a pipeline creates a
+// connection's decoder within it, so that the decoder charges the
+// account the capture layer opened for the connection. a may be nil (fn
+// is then just called), and must be of b.
+func (b *Budget) Within(a *Account, fn func()) {
+	if b == nil || a == nil || a.b != b {
+		fn()
+		return
+	}
+	prev := b.adopt
+	b.adopt = a
+	defer func() { b.adopt = prev }()
+	fn()
+}
+
+// Budget is the budget the account is part of (nil for a nil account).
+func (a *Account) Budget() *Budget {
+	if a == nil {
+		return nil
+	}
+	return a.b
 }
 
 // Used is what the connection holds now.
@@ -84,10 +183,24 @@ func (a *Account) Used() int64 {
 	return a.used
 }
 
+// Touch records activity on the connection (bytes delivered to it), so
+// that its windows do not count as idle.
+func (a *Account) Touch() {
+	if a == nil || a.b == nil {
+		return
+	}
+	a.b.clock++
+	a.last = a.b.clock
+}
+
+func (a *Account) idle() bool { return a.b.clock-a.last > IdleTicks }
+
 // Holder owns the state behind a [Hold]. Evict is called when the budget
 // takes the hold back to make room: the holder must free that state (the
 // hold is already released) and tell its connection; why says what
-// reached which limit.
+// reached which limit and why this state went first. Evict may be called
+// from inside another owner's charge: it must not feed more input to
+// anything.
 type Holder interface {
 	Evict(h *Hold, why string)
 }
@@ -95,11 +208,18 @@ type Holder interface {
 // Hold is one piece of charged state. Its zero value is empty and
 // uncharged; its owner embeds it next to the state it accounts for.
 type Hold struct {
-	acct       *Account
-	owner      Holder
-	n          int64
-	prev, next *Hold
-	linked     bool
+	acct   *Account
+	owner  Holder
+	n      int64
+	start  uint64 // the clock when the hold was first charged
+	linked bool   // charged (n > 0 or an account set by a charge)
+	listed bool   // in its budget's and account's eviction lists
+	kind   HoldKind
+	// prev/next link the budget's list of the hold's kind; aprev/anext
+	// the account's list.
+	prev, next, aprev, anext *Hold
+	// Kind says what the hold keeps (set it before the first charge).
+	Kind HoldKind
 	// Busy keeps the hold from being evicted while its owner is in the
 	// middle of using it (a decompression context inside its own write).
 	Busy bool
@@ -108,15 +228,75 @@ type Hold struct {
 // Size is what the hold has charged.
 func (h *Hold) Size() int64 { return h.n }
 
+type holdList struct{ head, tail *Hold }
+
+func (l *holdList) push(h *Hold) {
+	h.prev, h.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = h
+	} else {
+		l.head = h
+	}
+	l.tail = h
+}
+
+func (l *holdList) remove(h *Hold) {
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		l.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	} else {
+		l.tail = h.prev
+	}
+	h.prev, h.next = nil, nil
+}
+
+func (l *holdList) pushAcct(h *Hold) {
+	h.aprev, h.anext = l.tail, nil
+	if l.tail != nil {
+		l.tail.anext = h
+	} else {
+		l.head = h
+	}
+	l.tail = h
+}
+
+func (l *holdList) removeAcct(h *Hold) {
+	if h.aprev != nil {
+		h.aprev.anext = h.anext
+	} else {
+		l.head = h.anext
+	}
+	if h.anext != nil {
+		h.anext.aprev = h.aprev
+	} else {
+		l.tail = h.aprev
+	}
+	h.aprev, h.anext = nil, nil
+}
+
+func (b *Budget) list(k HoldKind) *holdList {
+	if k == HoldWindow {
+		return &b.windows
+	}
+	return &b.partials
+}
+
 // Grow charges n more bytes to the hold, for owner on account a (a hold
-// stays with the account and owner of its first charge). It reports false,
-// charging nothing, when no room can be made; the caller must then not
-// keep the bytes. Growing does not allocate.
+// stays with the account and owner of its first charge; a nil owner
+// makes it one that is never evicted). It reports false, charging
+// nothing, when no room can be made; the caller must then not keep the
+// bytes. Growing does not allocate.
 func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 	if a == nil || a.b == nil || n <= 0 {
 		return true
 	}
 	b := a.b
+	b.clock++
+	a.last = b.clock
 	if !h.linked {
 		h.acct, h.owner = a, owner
 	}
@@ -126,31 +306,29 @@ func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 			return false
 		}
 		// The connection's own share first, then the whole budget.
-		for a.used+n > b.share {
-			if !b.evictOldest(a, h) {
+		for h.acct.used+n > b.share {
+			if !b.evict(h.acct, h) {
 				b.refusals++
 				return false
 			}
 		}
 		for b.used+n > b.limit {
-			if !b.evictOldest(nil, h) {
+			if !b.evict(nil, h) {
 				b.refusals++
 				return false
 			}
 		}
 	}
 	if !h.linked {
-		h.acct, h.owner, h.linked = a, owner, true
-		h.prev, h.next = b.tail, nil
-		if b.tail != nil {
-			b.tail.next = h
-		} else {
-			b.head = h
+		h.acct, h.owner, h.linked, h.start = a, owner, true, b.clock
+		if owner != nil {
+			h.listed, h.kind = true, h.Kind
+			b.list(h.kind).push(h)
+			a.holds.pushAcct(h)
 		}
-		b.tail = h
 	}
 	h.n += n
-	a.used += n
+	h.acct.used += n
 	b.used += n
 	if b.used > b.high {
 		b.high = b.used
@@ -187,39 +365,86 @@ func (h *Hold) Release() {
 	a.used -= h.n
 	b.used -= h.n
 	h.n = 0
-	if h.prev != nil {
-		h.prev.next = h.next
-	} else {
-		b.head = h.next
+	if h.listed {
+		b.list(h.kind).remove(h)
+		a.holds.removeAcct(h)
+		h.listed = false
 	}
-	if h.next != nil {
-		h.next.prev = h.prev
-	} else {
-		b.tail = h.prev
-	}
-	h.prev, h.next, h.linked = nil, nil, false
+	h.linked = false
 }
 
-// evictOldest evicts the oldest hold of account a (nil: of any account)
-// other than keep and busy ones; it reports whether it found one.
-func (b *Budget) evictOldest(a *Account, keep *Hold) bool {
-	for h := b.head; h != nil; h = h.next {
-		if h == keep || h.Busy || (a != nil && h.acct != a) {
+// evictable reports whether h may be taken to make room for keep.
+func evictable(h, keep *Hold) bool { return h != keep && !h.Busy }
+
+// victim chooses the hold to evict for a charge to keep: of account a
+// when a is not nil (the connection's share), else of any account.
+func (b *Budget) victim(a *Account, keep *Hold) (*Hold, int) {
+	if a != nil {
+		// The connection is active (it is charging): its oldest partial
+		// state first, then its largest window.
+		var win *Hold
+		for h := a.holds.head; h != nil; h = h.anext {
+			if !evictable(h, keep) {
+				continue
+			}
+			if h.kind != HoldWindow {
+				return h, rankPartial
+			}
+			if win == nil || h.n > win.n {
+				win = h
+			}
+		}
+		return win, rankWindow
+	}
+	// Windows are few (each costs at least a ring of a few hundred KiB),
+	// so finding the largest is a walk over them.
+	var idle, any *Hold
+	for h := b.windows.head; h != nil; h = h.next {
+		if !evictable(h, keep) {
 			continue
 		}
-		why := "the memory budget (--max-memory " + FormatSize(b.limit) + ") was reached"
-		if a != nil {
-			why = "this connection reached its share of the memory budget (" + FormatSize(b.share) + " of --max-memory " + FormatSize(b.limit) + ")"
+		if h.acct.idle() && (idle == nil || h.n > idle.n) {
+			idle = h
 		}
-		owner, n := h.owner, h.n
-		h.Release()
-		b.evictions++
-		if owner != nil {
-			owner.Evict(h, why+": "+FormatSize(n)+" freed")
+		if any == nil || h.n > any.n {
+			any = h
 		}
-		return true
 	}
-	return false
+	if idle != nil {
+		return idle, rankIdleWindow
+	}
+	for h := b.partials.head; h != nil; h = h.next {
+		if evictable(h, keep) {
+			return h, rankPartial
+		}
+	}
+	return any, rankWindow
+}
+
+// evict evicts the least valuable hold of account a (nil: of any account)
+// other than keep and busy ones; it reports whether it found one.
+func (b *Budget) evict(a *Account, keep *Hold) bool {
+	h, rank := b.victim(a, keep)
+	if h == nil {
+		return false
+	}
+	why := "the memory budget (--max-memory " + FormatSize(b.limit) + ") was reached"
+	if a != nil {
+		why = "this connection reached its share of the memory budget (" + FormatSize(b.share) + " of --max-memory " + FormatSize(b.limit) + ")"
+	}
+	owner, n := h.owner, h.n
+	h.Release()
+	b.evicted[rank]++
+	if owner != nil {
+		owner.Evict(h, why+": "+FormatSize(n)+" freed, "+rankWhy[rank])
+	}
+	return true
+}
+
+var rankWhy = [rankCount]string{
+	rankIdleWindow: "the largest window of an idle connection going first",
+	rankPartial:    "the oldest partial state going first",
+	rankWindow:     "the largest window going first (no idle window or partial state was left)",
 }
 
 // FormatSize renders a byte count the way --max-memory takes it: a whole

@@ -175,3 +175,140 @@ func TestStreamReserve(t *testing.T) {
 		t.Errorf("reset stream still reserves %d", s.hold.Size())
 	}
 }
+
+// TestBudgetEvictsLeastValuableFirst: windows of idle connections go
+// first, the largest first; then partial state, the oldest first; the
+// windows of active connections last.
+func TestBudgetEvictsLeastValuableFirst(t *testing.T) {
+	b := NewBudget(64 << 20) // share 16 MiB
+	type held struct {
+		h Hold
+		o testHolder
+		a *Account
+	}
+	charge := func(kind HoldKind, n int64) *held {
+		t.Helper()
+		x := &held{a: b.NewAccount()}
+		x.h.Kind = kind
+		if !x.h.Grow(x.a, &x.o, n) {
+			t.Fatalf("a hold of %d refused", n)
+		}
+		return x
+	}
+	w1 := charge(HoldWindow, 6<<20)
+	w2 := charge(HoldWindow, 10<<20)
+	p1 := charge(HoldPartial, 8<<20)
+	p2 := charge(HoldPartial, 8<<20)
+	// w1 and w2's connections go quiet while p2's is fed.
+	for range IdleTicks + 1 {
+		p2.a.Touch()
+	}
+	p1.a.Touch()
+	w3 := charge(HoldWindow, 14<<20) // active
+	x := charge(HoldPartial, 16<<20) // 62 MiB in all
+	if b.Evictions() != 0 {
+		t.Fatalf("%d evictions under the limit", b.Evictions())
+	}
+	// 12 MiB more: the larger idle window goes, not the older one nor
+	// the older partial state.
+	y := charge(HoldPartial, 12<<20)
+	if got := b.EvictionsByKind(); got != (EvictionCounts{IdleWindows: 1}) || len(w2.o.evicted) != 1 || len(w1.o.evicted) != 0 || w2.h.Size() != 0 {
+		t.Fatalf("evictions %+v, w1 %q, w2 %q: want the larger idle window", got, w1.o.evicted, w2.o.evicted)
+	}
+	if !strings.Contains(w2.o.evicted[0], "the largest window of an idle connection going first") {
+		t.Errorf("reason %q does not say why the window went first", w2.o.evicted[0])
+	}
+	// The other idle window goes before the older partial state.
+	z1 := charge(HoldPartial, 6<<20)
+	if got := b.EvictionsByKind(); got != (EvictionCounts{IdleWindows: 2}) || len(w1.o.evicted) != 1 || len(p1.o.evicted) != 0 {
+		t.Fatalf("evictions %+v, w1 %q, p1 %q: want the idle window", got, w1.o.evicted, p1.o.evicted)
+	}
+	// No idle window left: the oldest partial state goes, not the window.
+	z := charge(HoldPartial, 8<<20)
+	if got := b.EvictionsByKind(); got != (EvictionCounts{IdleWindows: 2, Partials: 1}) || len(p1.o.evicted) != 1 || len(p2.o.evicted) != 0 || len(w3.o.evicted) != 0 {
+		t.Fatalf("evictions %+v, p1 %q, w3 %q: want the oldest partial", got, p1.o.evicted, w3.o.evicted)
+	}
+	// Nothing partial to take (all busy): the active window goes last.
+	for _, h := range []*held{p2, x, y, z1, z} {
+		h.h.Busy = true
+	}
+	charge(HoldPartial, 10<<20)
+	if got := b.EvictionsByKind(); got != (EvictionCounts{IdleWindows: 2, Partials: 1, ActiveWindows: 1}) || len(w3.o.evicted) != 1 {
+		t.Fatalf("evictions %+v, w3 %q: want the active window", got, w3.o.evicted)
+	}
+	if !strings.Contains(w3.o.evicted[0], "no idle window or partial state was left") {
+		t.Errorf("reason %q", w3.o.evicted[0])
+	}
+	if b.High() > b.Limit() || b.Evictions() != 4 || b.Refusals() != 0 {
+		t.Errorf("high %d of %d, evictions %d, refusals %d", b.High(), b.Limit(), b.Evictions(), b.Refusals())
+	}
+}
+
+// TestBudgetShareEvictsPartialBeforeWindow: past its share, a connection
+// gives up its own partial state before its window, even an older window.
+func TestBudgetShareEvictsPartialBeforeWindow(t *testing.T) {
+	b := NewBudget(64 << 20) // share 16 MiB
+	a := b.NewAccount()
+	var win, part, grow Hold
+	var ow, op, og testHolder
+	win.Kind = HoldWindow
+	if !win.Grow(a, &ow, 8<<20) || !part.Grow(a, &op, 4<<20) || !grow.Grow(a, &og, 2<<20) {
+		t.Fatal("refused under the share")
+	}
+	if !grow.Grow(a, &og, 4<<20) { // 18 MiB: the partial goes
+		t.Fatal("growth refused")
+	}
+	if len(op.evicted) != 1 || len(ow.evicted) != 0 || !strings.Contains(op.evicted[0], "its share") {
+		t.Fatalf("partial %q, window %q: want the partial state first", op.evicted, ow.evicted)
+	}
+	if !grow.Grow(a, &og, 4<<20) { // 18 MiB again: only the window is left
+		t.Fatal("growth refused")
+	}
+	if got := b.EvictionsByKind(); got != (EvictionCounts{Partials: 1, ActiveWindows: 1}) || a.Used() != 10<<20 {
+		t.Errorf("evictions %+v, used %d", got, a.Used())
+	}
+}
+
+// TestBudgetWithin: a decoder created within Within charges the account
+// its connection's source opened, so the share bounds both.
+func TestBudgetWithin(t *testing.T) {
+	b := NewBudget(64 << 20)
+	conn := b.NewAccount()
+	var got *Account
+	b.Within(conn, func() { got = b.NewAccount() })
+	if got != conn {
+		t.Fatal("NewAccount within Within opened another account")
+	}
+	if b.NewAccount() == conn {
+		t.Fatal("Within left its account adopted")
+	}
+	var capHold, decHold Hold
+	var o1, o2 testHolder
+	if !capHold.Grow(conn, &o1, 10<<20) || !decHold.Grow(got, &o2, 10<<20) {
+		t.Fatal("refused")
+	}
+	if len(o1.evicted) != 1 || conn.Used() != 10<<20 {
+		t.Errorf("the shared account passed its share: evicted %q, used %d", o1.evicted, conn.Used())
+	}
+	var nb *Budget
+	called := false
+	nb.Within(conn, func() { called = true })
+	if !called {
+		t.Error("a nil budget's Within did not call fn")
+	}
+}
+
+// TestBudgetOwnerlessNeverEvicted: a hold without an owner (bytes in
+// use) is charged but never taken.
+func TestBudgetOwnerlessNeverEvicted(t *testing.T) {
+	b := NewBudget(4 << 20) // share 2 MiB
+	a1, a2, a3 := b.NewAccount(), b.NewAccount(), b.NewAccount()
+	var h1, h2, h3 Hold
+	var o testHolder
+	if !h1.Grow(a1, nil, 2<<20) || !h2.Grow(a2, nil, 2<<20) {
+		t.Fatal("refused")
+	}
+	if h3.Grow(a3, &o, 1) || h1.Size() != 2<<20 || b.Refusals() != 1 || b.Evictions() != 0 {
+		t.Errorf("an ownerless hold was taken: sizes %d %d, refusals %d", h1.Size(), h2.Size(), b.Refusals())
+	}
+}

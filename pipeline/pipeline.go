@@ -56,6 +56,9 @@ type conn struct {
 	// aClient says the flow's A side is the client (valid once decided).
 	aClient bool
 	dec     decode.Decoder
+	// acct is the connection's account in the memory budget, shared with
+	// the capture layer (Flow.Account) and the decoder.
+	acct *decode.Account
 	// pending holds what arrived before the protocol could be decided.
 	pending [2][]pendingChunk
 	head    [2][]byte // first bytes per side (A=0, B=1), at most 8
@@ -108,6 +111,7 @@ func (p *Pipeline) state(f *capture.Flow) *conn {
 	}
 	c := &conn{flow: f, c: &decode.Conn{ID: f.ID, First: f.First}}
 	c.c.Client, c.c.Server = f.A, f.B
+	c.acct = p.account(f)
 	p.conns[f] = c
 	p.all = append(p.all, c.c)
 	if n := len(p.all); n > 1 && p.all[n-2].ID > f.ID {
@@ -127,6 +131,7 @@ func side(fromA bool) int {
 func (p *Pipeline) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
 	p.seen(t)
 	c := p.state(f)
+	c.acct.Touch()
 	if !c.decided {
 		s := side(fromA)
 		if need := 8 - len(c.head[s]); need > 0 {
@@ -332,7 +337,7 @@ func (p *Pipeline) settle(c *conn, proto decode.Proto) {
 		}
 	}
 	if fac := Factories[proto]; fac != nil {
-		c.dec = fac(c.c, p.opt, p.emit)
+		p.opt.Budget.Within(c.acct, func() { c.dec = fac(c.c, p.opt, p.emit) })
 	}
 }
 

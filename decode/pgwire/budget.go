@@ -79,6 +79,7 @@ func (c *compression) maxWindow() int {
 // chargeContext grows the context's hold to what a payload starting a new
 // frame needs; it returns why it could not, or "".
 func (c *compression) chargeContext(alg byte, data []byte) string {
+	c.ctxHold.Kind = decode.HoldWindow // evicted after partial state unless its connection is idle
 	var need int64
 	switch alg {
 	case CompressionZstd:
