@@ -57,3 +57,57 @@ func TestBench10AgainstTheBroker(t *testing.T) {
 		t.Errorf("--protocol amqp2: exit %d, %q", code, stderr)
 	}
 }
+
+// TestCoalescingConnKeepsEveryByte writes frames of every size through a
+// coalescingConn, from one goroutine as go-amqp does, while the other end
+// reads in small pieces: the bytes arrive whole and in order, however
+// the writes were gathered, and Close writes what is still pending.
+func TestCoalescingConnKeepsEveryByte(t *testing.T) {
+	a, b := net.Pipe()
+	c := newCoalescingConn(a, time.Second)
+	var want bytes.Buffer
+	got := make(chan []byte)
+	go func() {
+		var all []byte
+		buf := make([]byte, 700)
+		for {
+			n, err := b.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				got <- all
+				return
+			}
+		}
+	}()
+	for i := range 20000 {
+		frame := bytes.Repeat([]byte{byte(i)}, 1+i%97)
+		frame[0] = byte(i >> 8)
+		want.Write(frame)
+		if n, err := c.Write(frame); err != nil || n != len(frame) {
+			t.Fatalf("write %d: %d, %v", i, n, err)
+		}
+		if i%200 == 0 {
+			// Now and then the writer pauses and the flusher finds
+			// nothing to write, as between go-amqp's bursts.
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if all := <-got; !bytes.Equal(all, want.Bytes()) {
+		t.Fatalf("read %d bytes, wrote %d; first difference at %d", len(all), want.Len(), firstDifference(all, want.Bytes()))
+	}
+	if _, err := c.Write([]byte{1}); err == nil {
+		t.Error("a write after Close succeeded")
+	}
+}
+
+func firstDifference(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
