@@ -428,3 +428,125 @@ func TestHostileAMQP10Partial(t *testing.T) {
 		t.Errorf("%d deliveries evicted (want 7), %d refused (want 1), high-water %d", evicted, refused, b.High())
 	}
 }
+
+// TestHostileTCPHoles: one connection sends 12 MiB of segments, each
+// after a hole that never fills. Without a budget the per-connection bound of
+// reassembly stops it; under one, its share does, first, with a warning
+// unit on that connection (once) and every refusal counted, and the
+// conversations around it (one while the segments are held) decode in
+// full.
+func TestHostileTCPHoles(t *testing.T) {
+	const file = "tcp-holes-12m.pcapng.gz"
+	r := runHostile(t, file, nil)
+	if n := warned(r.stats.Warnings, "connection 2: out-of-order data beyond the reassembly budget"); n != 1 {
+		t.Errorf("%d warnings about conn 2's reassembly bound, want 1: %q", n, r.stats.Warnings)
+	}
+	for _, id := range []int{1, 3, 4} {
+		r.plain(t, id, amqp091PlainTypes...)
+	}
+	// Under the default budget the bound (4 MiB) comes first, and what
+	// was held was charged.
+	r, b := runBudget(t, file, decode.DefaultMaxMemory, 1, 3, 4)
+	if b.High() < 3<<20 || r.stats.BudgetDrops != 0 {
+		t.Errorf("high-water %d, %d budget drops: the held segments were not charged, or dropped", b.High(), r.stats.BudgetDrops)
+	}
+	// Under 4 MiB (2 MiB a connection) the share comes first.
+	r, b = runBudget(t, file, 4<<20, 1, 2, 3, 4)
+	for _, id := range []int{1, 3, 4} {
+		r.plain(t, id, amqp091PlainTypes...)
+	}
+	if n := warningUnits(r.units[2], "capture: connection 2 from 10.5.0.1:41000: an out-of-order segment of 32768 bytes at sequence"); n != 1 {
+		t.Errorf("conn 2: %d warning units about segments not held, want 1", n)
+	}
+	if n := warningUnits(r.units[2], "has no room for it; the bytes missing before it are reported lost"); n != 1 {
+		t.Errorf("conn 2: the warning does not say what happens next")
+	}
+	// Once 2 MiB is held, each later segment is refused (the hole before
+	// the oldest is then declared lost, and the oldest delivered): about
+	// 320 times, said once.
+	if r.stats.BudgetDrops < 300 || b.Refusals() < int(r.stats.BudgetDrops) || b.High() > b.Share() {
+		t.Errorf("%d budget drops, %d refusals, high-water %d (share %d)", r.stats.BudgetDrops, b.Refusals(), b.High(), b.Share())
+	}
+}
+
+// TestHostileTCPHoleFlows: 2,000 connections each hold 16 KiB after a
+// hole (32 MiB in all). Under the default budget all are held, and
+// charged; under 8 MiB the oldest queues are evicted as later ones come,
+// each with a warning unit on its own connection, counted by the
+// accountant as partial state, and the plain conversations (one amid
+// the flood) decode in full.
+func TestHostileTCPHoleFlows(t *testing.T) {
+	const file = "tcp-holes-flows-2k.pcapng.gz"
+	plain := []int{1, 1003, 2003}
+	r, b := runBudget(t, file, decode.DefaultMaxMemory, plain...)
+	for _, id := range plain {
+		r.plain(t, id, amqp091PlainTypes...)
+	}
+	if b.High() < 2000*16<<10 || b.Evictions() != 0 || r.stats.BudgetDrops != 0 {
+		t.Errorf("high-water %d, %d evictions: the queues were not all held and charged", b.High(), b.Evictions())
+	}
+	r, b = runBudget(t, file, 8<<20, plain...)
+	for _, id := range plain {
+		r.plain(t, id, amqp091PlainTypes...)
+	}
+	warnedConns := 0
+	for id, us := range r.units {
+		n := warningUnits(us, "bytes of out-of-order segments waiting for the bytes at sequence 5001 dropped: the memory budget (--max-memory 8MiB) was reached")
+		if n > 1 || (n == 1 && slices.Contains(plain, id)) {
+			t.Errorf("conn %d: %d warning units about its segments", id, n)
+		}
+		if n == 1 {
+			warnedConns++
+			if warningUnits(us, "the oldest partial state going first; the 16484 bytes up to sequence 21485 are reported lost") != 1 {
+				t.Errorf("conn %d: the warning does not say why nor what is lost: %q", id, us[0].Warnings())
+			}
+		}
+	}
+	ev := b.EvictionsByKind()
+	// About 8 MiB of 32 MiB stays held: three quarters are evicted.
+	if warnedConns < 1400 || ev.Partials != warnedConns || int(r.stats.BudgetDrops) != warnedConns || ev.IdleWindows+ev.ActiveWindows != 0 {
+		t.Errorf("%d connections warned, evictions %+v, %d budget drops", warnedConns, ev, r.stats.BudgetDrops)
+	}
+	// The oldest went first: the first hole connection was evicted, the
+	// last one was not.
+	if warningUnits(r.units[2], "dropped") != 1 || warningUnits(r.units[2002], "dropped") != 0 {
+		t.Errorf("not the oldest first: conn 2 %d, conn 2002 %d warnings", warningUnits(r.units[2], "dropped"), warningUnits(r.units[2002], "dropped"))
+	}
+}
+
+// TestHostileFragmentsBudget: under 2 MiB the pending fragments reach
+// the capture's share before MaxPendingDatagrams: they are dropped, with
+// one warning, and the fragmented segments before and after the flood
+// are still reassembled.
+func TestHostileFragmentsBudget(t *testing.T) {
+	r, b := runBudget(t, "ip-fragments-100k.pcapng.gz", 2<<20, 1, 2, 3, 4)
+	if n := warned(r.stats.Warnings, "incomplete IPv4 datagrams dropped at packet"); n != 1 || warned(r.stats.Warnings, "has no room for more") != 1 {
+		t.Errorf("warnings %q, want one about the budget dropping fragments", r.stats.Warnings)
+	}
+	if warned(r.stats.Warnings, "incomplete IPv4 datagrams pending") != 0 {
+		t.Errorf("MaxPendingDatagrams reached first: %q", r.stats.Warnings)
+	}
+	r.plain(t, 1, amqp091PlainTypes...)
+	r.plain(t, 2, "protocol-header", "heartbeat")
+	r.plain(t, 3, "protocol-header", "heartbeat")
+	r.plain(t, 4, amqp091PlainTypes...)
+	// 100k fragments of about 2 KiB in 1 MiB: dropped about 200 times.
+	if r.stats.BudgetDrops < 150 || b.High() < b.Share()*3/4 {
+		t.Errorf("%d drops, high-water %d (share %d)", r.stats.BudgetDrops, b.High(), b.Share())
+	}
+}
+
+// TestHostileInterfacesBudget: under 256 KiB (128 KiB for the capture)
+// the pcapng interface table is refused before MaxInterfaces, with one
+// warning; the conversations on interface 0 decode in full.
+func TestHostileInterfacesBudget(t *testing.T) {
+	r, b := runBudget(t, "pcapng-interfaces-1m.pcapng.gz", 256<<10, 1, 2)
+	if n := warned(r.stats.Warnings, "pcapng interface table reached the memory budget (--max-memory 256KiB)"); n != 1 || len(r.stats.Warnings) != 1 {
+		t.Errorf("warnings %q, want one about the interface table", r.stats.Warnings)
+	}
+	r.plain(t, 1, amqp091PlainTypes...)
+	r.plain(t, 2, amqp091PlainTypes...)
+	if b.High() > b.Share() || b.High() < 64<<10 {
+		t.Errorf("high-water %d, share %d: the table was not charged, or passed it", b.High(), b.Share())
+	}
+}
