@@ -180,7 +180,52 @@ func IsTruncated(err error) bool {
 // 10-byte string and a 10 MB list, and allocates nothing.
 func Scan(b []byte, off int) (Value, error) { return scan(b, off, 0) }
 
+// scan locates a value. The common values (not described, fixed width or
+// with a one-byte size: integers, booleans, nulls, short strings and
+// binaries) are measured here; the rest by scanValue, which finds the
+// same for these.
 func scan(b []byte, off, depth int) (Value, error) {
+	if off >= 0 && off < len(b) {
+		code := Code(b[off])
+		e := &encodings[code]
+		switch {
+		case e.category == categoryFixed:
+			if end := off + 1 + e.width; end <= len(b) {
+				return Value{Start: off, End: end, Code: code, Data: off + 1}, nil
+			}
+		case e.category == categoryVariable && e.width == 1 && off+1 < len(b):
+			if end := off + 2 + int(b[off+1]); end <= len(b) {
+				return Value{Start: off, End: end, Code: code, Data: off + 2}, nil
+			}
+		}
+	}
+	return scanValue(b, off, depth)
+}
+
+// scanTo is scan writing into *v (which it overwrites, on error too):
+// loops that keep the values in place spare a copy of each.
+func scanTo(b []byte, off, depth int, v *Value) (err error) {
+	if off >= 0 && off < len(b) {
+		code := Code(b[off])
+		e := &encodings[code]
+		switch {
+		case e.category == categoryFixed:
+			if end := off + 1 + e.width; end <= len(b) {
+				*v = Value{Start: off, End: end, Code: code, Data: off + 1}
+				return nil
+			}
+		case e.category == categoryVariable && e.width == 1 && off+1 < len(b):
+			if end := off + 2 + int(b[off+1]); end <= len(b) {
+				*v = Value{Start: off, End: end, Code: code, Data: off + 2}
+				return nil
+			}
+		}
+	}
+	*v, err = scanValue(b, off, depth)
+	return err
+}
+
+func scanValue(b []byte, off, depth int) (Value, error) {
 	v := Value{Start: off}
 	if off < 0 || off >= len(b) {
 		return v, truncAt(off, "value: no constructor")
@@ -347,20 +392,26 @@ func (it *Items) Next() bool {
 	if it.left <= 0 || it.err != nil {
 		return false
 	}
-	var v Value
-	var err error
 	if it.isArr {
-		v = Value{Start: it.pos, Code: it.elem}
+		v := Value{Start: it.pos, Code: it.elem}
+		var err error
 		v.End, v.Data, v.Count, v.Elem, err = scanData(it.b[:it.end], it.pos, it.elem, it.depth)
+		if err != nil {
+			it.err = err
+			return false
+		}
+		it.Value = v
 	} else {
-		v, err = scan(it.b[:it.end], it.pos, it.depth)
+		// Scanned in place; Value is left as it was when the item is
+		// not whole.
+		var v Value
+		if err := scanTo(it.b[:it.end], it.pos, it.depth, &v); err != nil {
+			it.err = err
+			return false
+		}
+		it.Value = v
 	}
-	if err != nil {
-		it.err = err
-		return false
-	}
-	it.Value = v
-	it.pos = v.End
+	it.pos = it.Value.End
 	it.left--
 	return true
 }
@@ -436,6 +487,9 @@ func (v *Value) Descriptor(b []byte) (code uint64, sym []byte, ok bool) {
 	if !v.Described() {
 		return 0, nil, false
 	}
+	if v.DescEnd-v.DescStart == 2 && Code(b[v.DescStart]) == CodeSmallUlong {
+		return uint64(b[v.DescStart+1]), nil, true // every performative and section
+	}
 	d, err := Scan(b[:v.DescEnd], v.DescStart)
 	if err != nil {
 		return 0, nil, false
@@ -504,14 +558,27 @@ func (c *Composite) Set(b []byte, v Value) error {
 	if v.Code != CodeList8 && v.Code != CodeList32 {
 		return errAt(v.Start, "described type 0x"+strconv.FormatUint(code, 16)+" is a "+v.Code.String()+", not a list")
 	}
-	it := v.Items(b)
-	for it.Next() {
+	// The fields are scanned into place (v.Items(b) would find the same,
+	// one copy of each Value later).
+	b = b[:v.End]
+	pos := v.Data
+	for left := v.Count; left > 0; left-- {
 		if c.N < maxCompositeFields {
-			c.Fields[c.N] = it.Value
+			f := &c.Fields[c.N]
+			if err := scanTo(b, pos, 0, f); err != nil {
+				return err
+			}
 			c.N++
+			pos = f.End
+			continue
 		}
+		f, err := scan(b, pos, 0)
+		if err != nil {
+			return err
+		}
+		pos = f.End
 	}
-	return it.Err()
+	return nil
 }
 
 // Field returns field i if present and not null.
