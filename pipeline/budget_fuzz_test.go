@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"flag"
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/layers"
 	"github.com/klauspost/compress/zstd"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
@@ -20,7 +22,10 @@ import (
 // passes the budget, and nothing stays charged once every connection has
 // ended. The input is records: a header byte (flow in bits 0-1, server
 // side when bit 2 is set, a gap when bit 3 is), a big-endian uint16
-// length, then that many bytes.
+// length, then that many bytes. Each input is fed twice: straight to the
+// pipeline, and as TCP segments through capture's reassembly, where a
+// gap is a hole in the sequence space that never fills (its segments are
+// held, charged to the same budget).
 func FuzzBudget(f *testing.F) {
 	for _, s := range budgetSeeds() {
 		f.Add(uint32(16<<10), s)
@@ -37,6 +42,7 @@ func FuzzBudget(f *testing.F) {
 			t.Skip("input over 64 KiB")
 		}
 		runBudgetInput(t, limit, data)
+		runBudgetCapture(t, limit, data)
 	})
 }
 
@@ -211,4 +217,119 @@ func TestBudgetStreamBuffers(t *testing.T) {
 	if rows != 2 || skipped != 1 || b.Used() != 0 {
 		t.Errorf("%d rows whole, %d skipped, %d still charged", rows, skipped, b.Used())
 	}
+}
+
+// runBudgetCapture feeds the records of a FuzzBudget input as TCP
+// segments through an Assembler charging the pipeline's budget: a gap
+// record skips n sequence numbers, so what follows is held out of order.
+func runBudgetCapture(t *testing.T, limit uint32, data []byte) (*decode.Budget, *capture.Stats) {
+	t.Helper()
+	opt := decode.DefaultOptions()
+	opt.Budget = decode.NewBudget(int64(limit%(1<<20) + 1))
+	opt.MaxMessage, opt.MaxDecompressed, opt.MaxBuffered, opt.MaxFrame = 1<<20, 256<<10, 1<<20, 1<<20
+	p := New(Config{Options: opt, Sink: func(u *decode.Unit) {}})
+	b := opt.Budget
+	stats := new(capture.Stats)
+	asm := capture.NewAssembler(p, nil, stats)
+	server := [4]uint16{5672, 5432, 5672, 5432}
+	var seq [4][2]uint32
+	tm := t0
+	packet := func(fl int, fromServer bool, flags byte, payload []byte) {
+		cli := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, 2}), 40001+uint16(fl))
+		srv := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, 1}), server[fl])
+		d := 0
+		if fromServer {
+			cli, srv, d = srv, cli, 1
+		}
+		tm = tm.Add(time.Millisecond)
+		ip := rawSegment(cli, srv, seq[fl][d], flags, payload)
+		asm.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Time: tm, Data: ip, Length: len(ip)})
+		seq[fl][d] += uint32(len(payload))
+		if flags&0x02 != 0 {
+			seq[fl][d]++
+		}
+		if b.High() > b.Limit() {
+			t.Fatalf("capture: high-water %d past the budget %d", b.High(), b.Limit())
+		}
+	}
+	for fl := range 4 {
+		seq[fl] = [2]uint32{1000, 9000}
+		packet(fl, false, 0x02, nil)     // SYN
+		packet(fl, true, 0x02|0x10, nil) // SYN-ACK
+	}
+	for len(data) >= 3 {
+		h, n := data[0], int(binary.BigEndian.Uint16(data[1:3]))
+		data = data[3:]
+		n = min(n, len(data))
+		fl, fromServer := int(h&3), h&4 != 0
+		if h&8 != 0 {
+			d := 0
+			if fromServer {
+				d = 1
+			}
+			seq[fl][d] += uint32(n) // a hole that never fills
+			continue
+		}
+		packet(fl, fromServer, 0x10|0x08, data[:n])
+		data = data[n:]
+	}
+	asm.Flush()
+	p.Finish()
+	if b.High() > b.Limit() || b.Used() != 0 {
+		t.Fatalf("capture: high-water %d, budget %d, %d left charged", b.High(), b.Limit(), b.Used())
+	}
+	return b, stats
+}
+
+// rawSegment returns an IPv4 packet carrying a TCP segment (checksums
+// are not checked by reassembly and left zero).
+func rawSegment(src, dst netip.AddrPort, seq uint32, flags byte, payload []byte) []byte {
+	b := make([]byte, 40, 40+len(payload))
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:], uint16(40+len(payload)))
+	b[8], b[9] = 64, 6
+	s, d := src.Addr().As4(), dst.Addr().As4()
+	copy(b[12:], s[:])
+	copy(b[16:], d[:])
+	binary.BigEndian.PutUint16(b[20:], src.Port())
+	binary.BigEndian.PutUint16(b[22:], dst.Port())
+	binary.BigEndian.PutUint32(b[24:], seq)
+	b[32] = 5 << 4
+	b[33] = flags
+	binary.BigEndian.PutUint16(b[34:], 65535)
+	return append(b, payload...)
+}
+
+// TestBudgetCaptureSeeds: through reassembly, a hole before the AMQP 1.0
+// seed's deliveries makes the capture layer hold them, charged to the
+// budget, refused or evicted under 3 KiB; without the hole nothing is
+// held, and under 1 MiB nothing is cut.
+func TestBudgetCaptureSeeds(t *testing.T) {
+	seeds := budgetSeeds()
+	var holed budgetInput
+	holed.b = append(holed.b, seeds[0][:holeAfter(seeds[0], 4)]...)
+	holed.b = append(holed.b, 8, 0, 100) // flow 0, client: 100 bytes never sent
+	holed.b = append(holed.b, seeds[0][holeAfter(seeds[0], 4):]...)
+	b, st := runBudgetCapture(t, 3<<10, holed.b)
+	if st.BudgetDrops == 0 || b.Refusals()+b.Evictions() == 0 {
+		t.Errorf("under 3 KiB with a hole: %d budget drops, %d refusals, %d evictions", st.BudgetDrops, b.Refusals(), b.Evictions())
+	}
+	b, st = runBudgetCapture(t, 1<<20-1, holed.b)
+	if st.BudgetDrops != 0 || b.High() < 20<<10 {
+		t.Errorf("under 1 MiB with a hole: %d budget drops, high-water %d (the held deliveries, about 24 KiB, not charged?)", st.BudgetDrops, b.High())
+	}
+	for i, s := range seeds {
+		if _, st := runBudgetCapture(t, 1<<20-1, s); st.BudgetDrops != 0 {
+			t.Errorf("seed %d: %d budget drops", i, st.BudgetDrops)
+		}
+	}
+}
+
+// holeAfter returns the offset of the k-th record of a FuzzBudget input.
+func holeAfter(in []byte, k int) int {
+	off := 0
+	for i := 0; i < k && off+3 <= len(in); i++ {
+		off += 3 + int(binary.BigEndian.Uint16(in[off+1:off+3]))
+	}
+	return off
 }
