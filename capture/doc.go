@@ -18,7 +18,11 @@
 // an unknown start once per direction, snap-length cuts as gaps, flow
 // numbers in order of first packet, a new flow for a 4-tuple reused after
 // FIN or RST, and bounded memory with a warning when a bound is hit. IPv4
-// fragments are put back together with gopacket's ip4defrag.
+// fragments are put back together with gopacket's ip4defrag. A source
+// feeding a [Budgeted] handler on its goroutine also charges what it
+// holds (out-of-order segments, pending fragments, the pcapng interface
+// table) to the handler's memory budget, each connection on the account
+// its decoder charges (Flow.Account).
 //
 // The package knows nothing of the protocols carried: it produces bytes,
 // times and addresses. Sub-packages hold the other sources and sinks:
