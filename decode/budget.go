@@ -35,7 +35,10 @@ type Budget struct {
 	clock uint64
 
 	partials holdList // evictable partial state, in order of first charge
-	windows  holdList // evictable windows and contexts
+	// windows are the evictable windows and contexts, in order of their
+	// connection's last activity (the idlest first): idle ones are a
+	// prefix.
+	windows holdList
 
 	// adopt, while set, is what NewAccount returns (see [Budget.Within]).
 	adopt *Account
@@ -133,10 +136,12 @@ func (b *Budget) Refusals() int { return b.refusals }
 // charges the same account, so the share bounds them together. A nil
 // Account, or one of a nil Budget, charges nothing and refuses nothing.
 type Account struct {
-	b     *Budget
-	used  int64
-	last  uint64   // the budget's clock at the connection's last activity
-	holds holdList // the account's evictable holds, in order of first charge
+	b    *Budget
+	used int64
+	last uint64 // the budget's clock at the connection's last activity
+	// partials and windows are the account's evictable holds of each
+	// kind, in order of first charge.
+	partials, windows holdList
 }
 
 // NewAccount opens an account for one connection; b may be nil. Within
@@ -150,6 +155,20 @@ func (b *Budget) NewAccount() *Account {
 	}
 	b.clock++
 	return &Account{b: b, last: b.clock}
+}
+
+// touch records activity on the account: its windows move to the end
+// of the budget's, the least idle.
+func (a *Account) touch() {
+	b := a.b
+	b.clock++
+	a.last = b.clock
+	for h := a.windows.head; h != nil; h = h.anext {
+		if b.windows.tail != h {
+			b.windows.remove(h)
+			b.windows.push(h)
+		}
+	}
 }
 
 // Within calls fn with NewAccount returning a: a pipeline creates a
@@ -189,8 +208,7 @@ func (a *Account) Touch() {
 	if a == nil || a.b == nil {
 		return
 	}
-	a.b.clock++
-	a.last = a.b.clock
+	a.touch()
 }
 
 func (a *Account) idle() bool { return a.b.clock-a.last > IdleTicks }
@@ -285,6 +303,13 @@ func (b *Budget) list(k HoldKind) *holdList {
 	return &b.partials
 }
 
+func (a *Account) list(k HoldKind) *holdList {
+	if k == HoldWindow {
+		return &a.windows
+	}
+	return &a.partials
+}
+
 // Grow charges n more bytes to the hold, for owner on account a (a hold
 // stays with the account and owner of its first charge; a nil owner
 // makes it one that is never evicted). It reports false, charging
@@ -295,11 +320,10 @@ func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 		return true
 	}
 	b := a.b
-	b.clock++
-	a.last = b.clock
 	if !h.linked {
 		h.acct, h.owner = a, owner
 	}
+	h.acct.touch()
 	if b.limit > 0 {
 		if h.n+n > b.share || h.n+n > b.limit {
 			b.refusals++
@@ -324,7 +348,7 @@ func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 		if owner != nil {
 			h.listed, h.kind = true, h.Kind
 			b.list(h.kind).push(h)
-			a.holds.pushAcct(h)
+			a.list(h.kind).pushAcct(h)
 		}
 	}
 	h.n += n
@@ -367,7 +391,7 @@ func (h *Hold) Release() {
 	h.n = 0
 	if h.listed {
 		b.list(h.kind).remove(h)
-		a.holds.removeAcct(h)
+		a.list(h.kind).removeAcct(h)
 		h.listed = false
 	}
 	h.linked = false
@@ -377,37 +401,25 @@ func (h *Hold) Release() {
 func evictable(h, keep *Hold) bool { return h != keep && !h.Busy }
 
 // victim chooses the hold to evict for a charge to keep: of account a
-// when a is not nil (the connection's share), else of any account.
+// when a is not nil (the connection's share), else of any account. Each
+// step is cheap where evictions can be many: partial state is taken from
+// the front of a list; windows, each at least a few hundred KiB, are
+// walked only as far as the idle ones go, unless nothing else is left.
 func (b *Budget) victim(a *Account, keep *Hold) (*Hold, int) {
 	if a != nil {
 		// The connection is active (it is charging): its oldest partial
 		// state first, then its largest window.
-		var win *Hold
-		for h := a.holds.head; h != nil; h = h.anext {
-			if !evictable(h, keep) {
-				continue
-			}
-			if h.kind != HoldWindow {
+		for h := a.partials.head; h != nil; h = h.anext {
+			if evictable(h, keep) {
 				return h, rankPartial
 			}
-			if win == nil || h.n > win.n {
-				win = h
-			}
 		}
-		return win, rankWindow
+		return largest(a.windows.head, keep, func(h *Hold) *Hold { return h.anext }), rankWindow
 	}
-	// Windows are few (each costs at least a ring of a few hundred KiB),
-	// so finding the largest is a walk over them.
-	var idle, any *Hold
-	for h := b.windows.head; h != nil; h = h.next {
-		if !evictable(h, keep) {
-			continue
-		}
-		if h.acct.idle() && (idle == nil || h.n > idle.n) {
+	var idle *Hold
+	for h := b.windows.head; h != nil && h.acct.idle(); h = h.next {
+		if evictable(h, keep) && (idle == nil || h.n > idle.n) {
 			idle = h
-		}
-		if any == nil || h.n > any.n {
-			any = h
 		}
 	}
 	if idle != nil {
@@ -418,7 +430,19 @@ func (b *Budget) victim(a *Account, keep *Hold) (*Hold, int) {
 			return h, rankPartial
 		}
 	}
-	return any, rankWindow
+	return largest(b.windows.head, keep, func(h *Hold) *Hold { return h.next }), rankWindow
+}
+
+// largest returns the largest evictable hold of a list (the first of
+// equals), or nil.
+func largest(h, keep *Hold, next func(*Hold) *Hold) *Hold {
+	var best *Hold
+	for ; h != nil; h = next(h) {
+		if evictable(h, keep) && (best == nil || h.n > best.n) {
+			best = h
+		}
+	}
+	return best
 }
 
 // evict evicts the least valuable hold of account a (nil: of any account)

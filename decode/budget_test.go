@@ -312,3 +312,34 @@ func TestBudgetOwnerlessNeverEvicted(t *testing.T) {
 		t.Errorf("an ownerless hold was taken: sizes %d %d, refusals %d", h1.Size(), h2.Size(), b.Refusals())
 	}
 }
+
+// TestBudgetIdleFollowsActivity: idleness is the connection's, not the
+// window's age: a window charged first whose connection stays busy is
+// kept, and the quiet connection's smaller window goes.
+func TestBudgetIdleFollowsActivity(t *testing.T) {
+	b := NewBudget(32 << 20) // share 16 MiB
+	busy, quiet := b.NewAccount(), b.NewAccount()
+	var w1, w2, p Hold
+	var o1, o2, op testHolder
+	w1.Kind, w2.Kind = HoldWindow, HoldWindow
+	if !w1.Grow(busy, &o1, 12<<20) || !w2.Grow(quiet, &o2, 8<<20) {
+		t.Fatal("refused")
+	}
+	for range IdleTicks + 1 {
+		busy.Touch()
+	}
+	if !p.Grow(b.NewAccount(), &op, 14<<20) {
+		t.Fatal("refused")
+	}
+	if len(o2.evicted) != 1 || len(o1.evicted) != 0 || b.EvictionsByKind() != (EvictionCounts{IdleWindows: 1}) {
+		t.Errorf("busy window %q, quiet window %q, evictions %+v", o1.evicted, o2.evicted, b.EvictionsByKind())
+	}
+	// Once the busy connection is quiet too, its window is idle.
+	for range IdleTicks + 1 {
+		quiet.Touch()
+	}
+	var q Hold
+	if !q.Grow(quiet, &op, 8<<20) || len(o1.evicted) != 1 || b.EvictionsByKind() != (EvictionCounts{IdleWindows: 2}) {
+		t.Errorf("busy window %q after its connection went quiet, evictions %+v", o1.evicted, b.EvictionsByKind())
+	}
+}
