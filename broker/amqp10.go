@@ -164,6 +164,14 @@ func (r *reader10) header() (string, error) {
 	return h, nil
 }
 
+// buffered reports whether a whole frame is waiting in the buffer.
+func (r *reader10) buffered() bool {
+	if r.end-r.beg < amqp10.FrameHeaderLen {
+		return false
+	}
+	return int(binary.BigEndian.Uint32(r.buf[r.beg:])) <= r.end-r.beg
+}
+
 // frame reads the next frame. A frame larger than max is a framing error
 // found from its header alone: the broker never buffers more than max.
 func (r *reader10) frame(f *amqp10.Frame) error {
@@ -220,6 +228,86 @@ type conn10 struct {
 	// rhdrs and rtable are routingHeaders' scratch (reader goroutine).
 	rhdrs  []routeHeader10
 	rtable []byte
+	// disp is the disposition being gathered (reader goroutine): the
+	// outcomes of consecutive deliveries of one session that ended alike
+	// go out as one disposition, first..last, when the read batch ends
+	// or before any other frame the reader sends.
+	disp pendingDisposition
+}
+
+// pendingDisposition is a range of deliveries settled with one outcome.
+type pendingDisposition struct {
+	n           int // deliveries in the range; 0: none pending
+	channel     uint16
+	first, last uint32
+	state       []byte
+}
+
+// settle10 records the broker's outcome of a client's delivery; it goes
+// out with its neighbours (see conn10.disp).
+func (cn *conn10) settle10(channel uint16, id uint32, state []byte) {
+	d := &cn.disp
+	if d.n > 0 && d.channel == channel && id == d.last+1 && string(state) == string(d.state) {
+		d.last = id
+		d.n++
+		return
+	}
+	cn.flushDisposition()
+	*d = pendingDisposition{n: 1, channel: channel, first: id, last: id, state: state}
+}
+
+// flushDisposition sends the pending disposition, if any.
+func (cn *conn10) flushDisposition() {
+	d := &cn.disp
+	if d.n == 0 {
+		return
+	}
+	c := cn.c
+	c.wmu.Lock()
+	if !c.wclosed {
+		c.out = appendDisposition10(c.out, d.channel, d.first, d.last, d.state)
+	}
+	c.wmu.Unlock()
+	d.n, d.state = 0, nil
+	c.signal()
+}
+
+// endOfBatch runs when the reader has no whole frame left to handle: the
+// gathered disposition goes out and the consumers the batch delivered to
+// are woken once.
+func (cn *conn10) endOfBatch() {
+	cn.flushDisposition()
+	cn.c.flushWakes()
+}
+
+// appendDisposition10 appends a frame with the broker's settled
+// disposition of first..last (last left out, as null, for one delivery),
+// encoded as AppendComposite would, without building its fields.
+func appendDisposition10(dst []byte, channel uint16, first, last uint32, state []byte) []byte {
+	if len(state) > 200 {
+		lastField := amqp10.AppendNull(nil)
+		if last != first {
+			lastField = amqp10.AppendUint(nil, last)
+		}
+		return appendFrame10(dst, amqp10.FrameTypeAMQP, channel, amqp10.AppendComposite(nil, amqp10.DescriptorDisposition,
+			amqp10.AppendBool(nil, roleReceiver), amqp10.AppendUint(nil, first), lastField, amqp10.AppendBool(nil, true), state))
+	}
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 2, amqp10.FrameTypeAMQP, byte(channel>>8), byte(channel),
+		byte(amqp10.CodeDescribed), byte(amqp10.CodeSmallUlong), byte(amqp10.DescriptorDisposition), byte(amqp10.CodeList8), 0, 5)
+	items := len(dst)
+	dst = amqp10.AppendBool(dst, roleReceiver)
+	dst = amqp10.AppendUint(dst, first)
+	if last != first {
+		dst = amqp10.AppendUint(dst, last)
+	} else {
+		dst = amqp10.AppendNull(dst)
+	}
+	dst = amqp10.AppendBool(dst, true)
+	dst = append(dst, state...)
+	dst[items-2] = byte(len(dst) - items + 1)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+	return dst
 }
 
 // run10 runs an AMQP 1.0 connection after its protocol header.
@@ -333,8 +421,10 @@ func appendFrame10(dst []byte, typ uint8, channel uint16, body []byte) []byte {
 	return amqp10.AppendFrame(dst, typ, channel, body)
 }
 
-// send10 writes one performative on channel.
+// send10 writes one performative on channel (reader goroutine), after the
+// disposition being gathered.
 func (cn *conn10) send10(channel uint16, perf []byte) {
+	cn.flushDisposition()
 	cn.c.send(func(out []byte) []byte { return appendFrame10(out, amqp10.FrameTypeAMQP, channel, perf) })
 }
 
@@ -353,6 +443,9 @@ func (cn *conn10) loop() error {
 		}
 		if err := cn.frame(&f); err != nil {
 			return err
+		}
+		if !cn.rd.buffered() {
+			cn.endOfBatch()
 		}
 		if reason := cn.c.closeRequested.Swap(nil); reason != nil {
 			return err10(condConnectionForced, *reason)

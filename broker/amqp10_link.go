@@ -472,8 +472,10 @@ func (s *session10) appendSessionFlow(fields [][]byte) [][]byte {
 		amqp10.AppendUint(nil, s.nextOutgoingID), amqp10.AppendUint(nil, sessionWindow))
 }
 
-// sendFlow sends the link's flow: its delivery-count and credit.
+// sendFlow sends the link's flow: its delivery-count and credit (reader
+// goroutine), after the disposition being gathered.
 func (l *link10) sendFlow(drain bool) {
+	l.s.cn.flushDisposition()
 	ch := l.s.ch
 	ch.mu.Lock()
 	fields := l.s.appendSessionFlow(make([][]byte, 0, 9))
@@ -641,6 +643,10 @@ func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
 	c.wmu.Unlock()
 	ch.mu.Unlock()
 	c.b.stats.delivered.Add(1)
+	if q.waker != nil {
+		q.waker.wakeAfterBatch(c) // a publisher's reader is enqueueing
+		return
+	}
 	c.signal()
 }
 
@@ -676,6 +682,9 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 		if !t.HasDeliveryID && !t.Settled {
 			l.fail(err10(condInvalidField, "first transfer of a delivery without a delivery-id"))
 			return nil
+		}
+		if c.b.mem.blocked.Load() {
+			s.cn.endOfBatch() // before the reader waits for the alarm
 		}
 		c.b.mem.waitUnblocked(c)
 		l.credit--
@@ -727,9 +736,7 @@ func (s *session10) transfer(b []byte, comp *amqp10.Composite, payload []byte) e
 	state := l.publish(whole)
 	l.dropAssembly()
 	if !l.settled {
-		s.cn.send10(s.channel, amqp10.AppendComposite(nil, amqp10.DescriptorDisposition,
-			amqp10.AppendBool(nil, roleReceiver), amqp10.AppendUint(nil, l.deliveryID), amqp10.AppendNull(nil),
-			amqp10.AppendBool(nil, true), state))
+		s.cn.settle10(s.channel, l.deliveryID, state)
 	}
 	// Credit is topped up once less than half the grant is left.
 	if grant := c.b.grant10(); l.credit < grant/2 {
@@ -840,12 +847,18 @@ func (l *link10) publish(b []byte) []byte {
 		return outcomeReleased
 	}
 	msg.Via = sc.via
+	// Enqueued on the session's channel, so that the consumers' writers
+	// are woken once at the end of the read batch (conn.wakeAfterBatch),
+	// not once a message. 0-9-1's publisher flow control is not 1.0's
+	// (link credit is): the queues it would wait for are forgotten.
 	refused := false
 	for _, q := range qs {
-		if !q.enqueue(msg, nil) {
+		if !q.enqueue(msg, l.s.ch) {
 			refused = true
 		}
 	}
+	clear(c.flowQueues)
+	c.flowQueues = c.flowQueues[:0]
 	if refused {
 		return outcomeRejected(err10(condResourceLimitExceeded, "a queue refused the message (x-overflow reject-publish)"))
 	}
