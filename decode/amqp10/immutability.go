@@ -3,6 +3,7 @@ package amqp10
 import (
 	"crypto/sha256"
 	"strconv"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -35,19 +36,64 @@ type Immutability struct {
 	MaxBytes int
 	rep      ImmutabilityReport
 	modified []string
+	// The entering bare messages are copied into chunks (immChunk bytes,
+	// or one message's if larger), so the map and the order hold no
+	// pointers for the collector to follow and no unit's bytes are kept
+	// alive; a chunk goes once nothing in it is live.
+	chunks [][]byte
+	live   []int
 }
 
-// immKey identifies a message: by its message-id, or (id empty) by the
-// hash of its bare message.
+// immKey identifies a message: by the hash of its message-id, or without
+// one by the hash of its bare message (byID tells them apart).
 type immKey struct {
-	id   string
+	byID bool
 	hash [sha256.Size]byte
 }
 
+// immEntry is an entering message: its connection and unit, and where
+// its bare message's bytes are.
 type immEntry struct {
-	conn int
-	n    int
-	bare []byte
+	conn, n     int
+	chunk       int
+	off, length int
+}
+
+// immChunk is the size of the chunks bare messages are copied into.
+const immChunk = 256 << 10
+
+// keep copies bare into the current chunk and returns where it went.
+func (im *Immutability) keep(e *immEntry, bare []byte) {
+	last := len(im.chunks) - 1
+	if last >= 0 && im.live[last] == 0 && im.chunks[last] != nil {
+		im.chunks[last] = im.chunks[last][:0] // everything in it was forgotten
+	}
+	if last < 0 || im.chunks[last] == nil || len(im.chunks[last])+len(bare) > cap(im.chunks[last]) {
+		if last >= 0 && im.live[last] == 0 {
+			im.chunks[last] = nil
+		}
+		im.chunks = append(im.chunks, make([]byte, 0, max(immChunk, len(bare))))
+		im.live = append(im.live, 0)
+		last++
+	}
+	c := im.chunks[last]
+	e.chunk, e.off, e.length = last, len(c), len(bare)
+	im.chunks[last] = append(c, bare...)
+	im.live[last] += len(bare)
+}
+
+// forget gives back e's bytes; a chunk left with nothing live, but the
+// one being filled, is dropped.
+func (im *Immutability) forget(e immEntry) {
+	im.live[e.chunk] -= e.length
+	if im.live[e.chunk] == 0 && e.chunk != len(im.chunks)-1 {
+		im.chunks[e.chunk] = nil
+	}
+}
+
+// bareOf returns e's bare message.
+func (im *Immutability) bareOf(e immEntry) []byte {
+	return im.chunks[e.chunk][e.off : e.off+e.length : e.off+e.length]
 }
 
 // ImmutabilityReport counts what an Immutability saw.
@@ -87,19 +133,24 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		return nil
 	}
 	bare := cm.Bare()
-	key := immKey{id: u.MessageID()}
+	var key immKey
 	by := "message-id"
-	if key.id == "" {
+	if id := u.MessageID(); id != "" {
+		key = immKey{byID: true, hash: sha256.Sum256(unsafe.Slice(unsafe.StringData(id), len(id)))}
+	} else {
 		key.hash, by = sha256.Sum256(bare), "bare-message hash"
 	}
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
 		if old, ok := im.entered[key]; ok {
-			im.bytes -= len(old.bare)
+			im.bytes -= old.length
+			im.forget(old)
 		} else {
 			im.order = append(im.order, key)
 		}
-		im.entered[key] = immEntry{conn: u.Conn.ID, n: u.N, bare: bare}
+		e := immEntry{conn: u.Conn.ID, n: u.N}
+		im.keep(&e, bare)
+		im.entered[key] = e
 		im.bytes += len(bare)
 		im.evict()
 		return nil
@@ -107,11 +158,15 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	im.rep.Left++
 	// The connection that sent it may be the one it comes back on: a
 	// client that publishes and consumes on one connection.
-	e, ok := im.entered[key]
+	ent, ok := im.entered[key]
 	if !ok {
 		return nil
 	}
 	im.rep.Paired++
+	e := struct {
+		conn, n int
+		bare    []byte
+	}{ent.conn, ent.n, im.bareOf(ent)}
 	v := &ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
 	v.Offset = firstDiff(e.bare, bare)
 	v.Identical = v.Offset < 0
@@ -169,7 +224,8 @@ func (im *Immutability) evict() {
 		k := im.order[0]
 		im.order = im.order[1:]
 		if e, ok := im.entered[k]; ok {
-			im.bytes -= len(e.bare)
+			im.bytes -= e.length
+			im.forget(e)
 			delete(im.entered, k)
 		}
 	}

@@ -1,0 +1,74 @@
+package amqp10
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+)
+
+// immMessages decodes one transfer per body on conn as dir and returns the
+// units completing them.
+func immMessages(conn int, dir decode.Dir, bodies ...[]byte) []*decode.Unit {
+	var units []*decode.Unit
+	d := New(&decode.Conn{ID: conn, Proto: decode.ProtoAMQP10}, nil, func(u *decode.Unit) {
+		if MessageOf(u) != nil {
+			u.N = len(units) + 1
+			units = append(units, u)
+		}
+	})
+	for i, b := range bodies {
+		msg := AppendDescribed(nil, DescriptorData, AppendBinary(nil, b))
+		d.Feed(dir, transferFrame(0, 0, uint32(i), false, msg), time.Unix(0, 0))
+	}
+	return units
+}
+
+// TestImmutabilityBoundedStore: with a small MaxBytes the tracker keeps
+// the newest messages and forgets the oldest, and the chunks it copies
+// bare messages into are given back as their messages are forgotten; a
+// message larger than a chunk, and one entering twice, still pair
+// byte for byte.
+func TestImmutabilityBoundedStore(t *testing.T) {
+	im := NewImmutability()
+	im.MaxBytes = 512 << 10
+	bodies := make([][]byte, 30000) // 3 MB of bare messages
+	for i := range bodies {
+		bodies[i] = make([]byte, 100)
+		bodies[i][0], bodies[i][1], bodies[i][2] = byte(i>>16), byte(i>>8), byte(i)
+	}
+	big := make([]byte, immChunk+1000)
+	big[0] = 1
+	in := immMessages(1, decode.DirF, append(bodies, big, bodies[len(bodies)-1])...)
+	for _, u := range in {
+		im.Observe(u)
+	}
+	if im.bytes > im.MaxBytes {
+		t.Errorf("%d bytes kept, MaxBytes %d", im.bytes, im.MaxBytes)
+	}
+	kept := 0
+	for _, c := range im.chunks {
+		if c != nil {
+			kept += cap(c)
+		}
+	}
+	if kept > im.MaxBytes+2*immChunk+len(big) {
+		t.Errorf("%d bytes of chunks kept for %d bytes of messages", kept, im.bytes)
+	}
+	out := immMessages(2, decode.DirB, bodies[0], bodies[len(bodies)-2], bodies[len(bodies)-1], big)
+	for i, u := range out {
+		v := im.Observe(u)
+		if i == 0 {
+			if v != nil {
+				t.Errorf("the oldest message, forgotten, paired: %+v", v)
+			}
+			continue
+		}
+		if v == nil || !v.Identical || v.Out != v.In {
+			t.Errorf("message %d: verdict %+v, want identical", i, v)
+		}
+	}
+	if r := im.Report(); r.Entered != len(bodies)+2 || r.Left != 4 || r.Paired != 3 || r.Identical != 3 {
+		t.Errorf("report %+v", r)
+	}
+}
