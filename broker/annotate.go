@@ -6,6 +6,7 @@ import (
 	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
+	"github.com/wiretap-dev/wiretap/decode/amqp10"
 )
 
 // The fields RouteAnnotator adds, for the filter language and completion.
@@ -27,7 +28,9 @@ func init() {
 const maxHeld = 4096
 
 // RouteAnnotator adds the broker's routing of each publish to the units of
-// its own tap: a basic.publish a client sent gets broker.route.* fields
+// its own tap: a basic.publish a client sent (and the AMQP 1.0 transfer
+// that completes a message a client sent, see annotate10.go) gets
+// broker.route.* fields
 // (queues reached, each binding matched or not and why, alternate and
 // exchange-to-exchange hops, whether a mandatory publish is returned), so
 // that `read`-style output shows them and a filter such as
@@ -67,6 +70,13 @@ type RouteAnnotator struct {
 	// reused while the names repeat (they usually do).
 	pub                   amqp091.BasicPublish
 	lastExchange, lastKey string
+
+	// AMQP 1.0 (annotate10.go): the client publisher links, the scratch
+	// performative, and a connection whose scratch builds the headers a
+	// headers exchange routes a 1.0 message on.
+	links10   map[linkKey]route10
+	comp10    amqp10.Composite
+	scratch10 *conn10
 }
 
 // maxCachedRoutes bounds the explanations a RouteAnnotator keeps; past
@@ -94,6 +104,10 @@ type pendingPublish struct {
 
 // Sink takes the next unit.
 func (a *RouteAnnotator) Sink(u *decode.Unit) {
+	if a.Explain != nil && u.Proto == decode.ProtoAMQP10 && u.Parent == nil && u.Dir == decode.DirF {
+		a.sink10(u)
+		return
+	}
 	if a.Explain == nil || u.Proto != decode.ProtoAMQP091 || u.Parent != nil {
 		a.pass(u)
 		return
