@@ -283,23 +283,33 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 	defer progress.Stop()
 	var lastReported uint64
 	prevAt := time.Now()
+	// The receive timeout (five seconds without a message) is one context
+	// renewed every few thousand messages, not a context and its timer
+	// per message; when it expires sooner than five seconds after the
+	// last message, it is renewed and the wait goes on.
+	const silence = 5 * time.Second
+	rctx, rcancel := context.WithTimeout(ctx, silence)
+	defer func() { rcancel() }()
+	renew := func() {
+		rcancel()
+		rctx, rcancel = context.WithTimeout(ctx, silence)
+	}
+	var lastAt time.Duration // of the last message, since start
 	for {
 		if se := sendEnd.Load(); se > 0 && received.Load() >= sent.Load() {
 			break
 		}
-		// What go-amqp has already buffered is taken without a context
-		// (and its timer) per message.
-		m := rcv.Prefetched()
-		var err error
-		if m == nil {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			m, err = rcv.Receive(rctx, nil)
-			cancel()
-		}
+		m, err := rcv.Receive(rctx, nil)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && sendEnd.Load() > 0 && ctx.Err() == nil {
-				res.ReceiveMisses = sent.Load() - received.Load()
-				break
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				if time.Since(start)-lastAt < silence {
+					renew()
+					continue
+				}
+				if sendEnd.Load() > 0 {
+					res.ReceiveMisses = sent.Load() - received.Load()
+					break
+				}
 			}
 			if ctx.Err() != nil {
 				break
@@ -307,6 +317,7 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 			return res, fmt.Errorf("bench: receiving: %w", err)
 		}
 		now := time.Since(start)
+		lastAt = now
 		if accepts != nil {
 			select {
 			case accepts <- m:
@@ -317,6 +328,9 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 		n := received.Add(1)
 		if n == 1 {
 			first = now
+		}
+		if n%4096 == 0 {
+			renew()
 		}
 		last = now
 		if b := m.GetData(); len(b) >= 8 {
