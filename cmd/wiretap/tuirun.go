@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,12 +97,6 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The TUI keeps every unit: the heap is nearly all live data, and the
-	// default GOGC would let it grow by as much again in garbage while a
-	// large file loads. Collect sooner; GOGC in the environment wins.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(25)
-	}
 	b := newBatcher()
 	errs := make(chan error, 16)
 	staged, flushStage := f.wrapSink(b.add)
@@ -128,7 +124,51 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	for _, set := range more {
 		set(&opt)
 	}
+	tuneGC(ctx, opt.Memory)
 	return tui.Run(ctx, opt)
+}
+
+// tuneGC sets the collector for the TUI, unless GOGC or GOMEMLIMIT in the
+// environment say otherwise. The TUI keeps units: its heap is mostly live
+// data.
+//
+// With a memory budget (the process's: the unit store keeps within three
+// quarters of it) the heap gets the budget as its soft limit and the
+// default GOGC paces collection below it, so a heap well under the budget
+// is not collected each time it grows by a quarter (replaying a million
+// small units: a third less CPU). The store's index is not bounded,
+// though: once the live heap passes the store's three quarters, a limit
+// it cannot keep would have the collector run without pause, and the
+// heap is collected each time it grows by a quarter instead, as it is
+// without a budget, so that loading a large file does not let it grow by
+// as much again in garbage.
+func tuneGC(ctx context.Context, budget int64) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if budget <= 0 {
+		debug.SetGCPercent(25)
+		return
+	}
+	debug.SetMemoryLimit(budget)
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			metrics.Read(live)
+			if live[0].Value.Kind() == metrics.KindUint64 && live[0].Value.Uint64() > uint64(budget)/4*3 {
+				debug.SetMemoryLimit(math.MaxInt64)
+				debug.SetGCPercent(25)
+				return
+			}
+		}
+	}()
 }
 
 // exportPcapng writes units as a capture of synthesised TCP packets: the
