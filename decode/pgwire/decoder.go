@@ -523,15 +523,24 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		d.slab = append(d.slab, raw...)
 		cp = d.slab[s:len(d.slab):len(d.slab)]
 	}
-	// Units come from a slab, from 8 doubling to 256 (many short
-	// connections must not cost a full slab each); the slab is fresh, so
-	// fields are set one by one rather than a whole Unit copied.
-	if len(d.units) == 0 {
-		d.unitsNext = min(max(2*d.unitsNext, 8), 256)
-		d.units = make([]decode.Unit, d.unitsNext)
+	// Units whose bytes are carved from the byte slab come from a slab of
+	// units too, from 8 doubling to 256 (many short connections must not
+	// cost a full slab each): a unit kept alive keeps its slab, and so only
+	// small units may share one. A unit with bytes of its own is allocated
+	// alone, so that it never holds a neighbour's large bytes in memory.
+	var u *decode.Unit
+	if own || len(raw) > 2048 {
+		u = new(decode.Unit)
+	} else {
+		if len(d.units) == 0 {
+			d.unitsNext = min(max(2*d.unitsNext, 8), 256)
+			d.units = make([]decode.Unit, d.unitsNext)
+		}
+		u = &d.units[0]
+		d.units = d.units[1:]
 	}
-	u := &d.units[0]
-	d.units = d.units[1:]
+	// The unit is fresh (zero): fields are set one by one rather than a
+	// whole Unit copied.
 	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoPgSQL
 	u.Offset, u.Len, u.Raw, u.Parent = pos, len(raw), cp, parent
 	u.Dissect = dissectTyped
