@@ -108,6 +108,8 @@ cpu = {n: (statistics.median(s["broker_us"] for s in rs), statistics.median(s.ge
 for n, (b, c) in cpu.items():
     print("%-9s median CPU per message: broker %.1f us, generator %.1f us" % (n, b, c))
 if cpu["wiretap"][0] > 0 and cpu["rabbitmq"][0] > 0:
-    print("ratio rabbitmq/wiretap  broker CPU per message %.1fx, broker+generator %.1fx" % (
-        cpu["rabbitmq"][0] / cpu["wiretap"][0], sum(cpu["rabbitmq"]) / sum(cpu["wiretap"])))
+    line = "ratio rabbitmq/wiretap  broker CPU per message %.1fx" % (cpu["rabbitmq"][0] / cpu["wiretap"][0])
+    if cpu["wiretap"][1] > 0 and cpu["rabbitmq"][1] > 0:
+        line += ", broker+generator %.1fx" % (sum(cpu["rabbitmq"]) / sum(cpu["wiretap"]))
+    print(line)
 PY
