@@ -163,7 +163,11 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 		return res, err
 	}
 	defer rconn.Close()
-	sndMode, rcvOpts := goamqp.SenderSettleModeUnsettled, &goamqp.ReceiverOptions{Credit: int32(cfg.credit)}
+	// The receiver's credit is managed here (Credit -1): go-amqp's own
+	// management wakes its receiver's goroutine once more for every
+	// message settled; here the credit a settled half of the window frees
+	// is issued at once (creditStep), as go-amqp would issue it.
+	sndMode, rcvOpts := goamqp.SenderSettleModeUnsettled, &goamqp.ReceiverOptions{Credit: -1}
 	if cfg.settled {
 		sndMode = goamqp.SenderSettleModeSettled
 		rcvOpts.RequestedSenderSettleMode = goamqp.SenderSettleModeSettled.Ptr()
@@ -175,6 +179,18 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 	rcv, err := rsess.NewReceiver(ctx, res.Address, rcvOpts)
 	if err != nil {
 		return res, fmt.Errorf("bench: receiver link to %s: %w", res.Address, err)
+	}
+	if err := rcv.IssueCredit(uint32(cfg.credit)); err != nil {
+		return res, fmt.Errorf("bench: receiver credit: %w", err)
+	}
+	creditStep := uint32(max(cfg.credit/2, 1))
+	var settledSince uint32 // messages settled since credit was last issued
+	settledOne := func() error {
+		if settledSince++; settledSince < creditStep {
+			return nil
+		}
+		settledSince = 0
+		return rcv.IssueCredit(creditStep)
 	}
 
 	cpu0 := processCPU()
@@ -254,7 +270,11 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 				if failed {
 					continue
 				}
-				if err := rcv.AcceptMessage(ctx, m); err != nil {
+				err := rcv.AcceptMessage(ctx, m)
+				if err == nil {
+					err = settledOne()
+				}
+				if err != nil {
 					failed = true
 					acceptErr <- fmt.Errorf("bench: accepting: %w", err)
 				}
@@ -324,6 +344,8 @@ func runBench10(ctx context.Context, cfg bench10Config, out io.Writer) (bench10R
 			case err := <-acceptErr:
 				return res, err
 			}
+		} else if err := settledOne(); err != nil {
+			return res, fmt.Errorf("bench: receiver credit: %w", err)
 		}
 		n := received.Add(1)
 		if n == 1 {
