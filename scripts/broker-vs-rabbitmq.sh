@@ -21,8 +21,10 @@
 # watching, and the "tap" column says how much of the run's traffic the
 # tap decoded (a tap that falls behind drops bytes as gaps rather than
 # slow the broker; the broker says how many when it stops). TAP=off runs
-# it with --no-tap instead: the broker alone. Each run's JSON lines are
-# kept in $OUT (default a temporary directory, removed at the end).
+# it with --no-tap instead: the broker alone; TAP=tui runs it with its TUI
+# open, in a tmux session of 200x50 (needs tmux), storing and drawing
+# every unit. Each run's JSON lines are kept in $OUT (default a temporary
+# directory, removed at the end).
 #
 # Publishers are not rate limited (PerfTest's default), so latency on a
 # broker that cannot keep up is mostly the time messages wait in the queue.
@@ -47,6 +49,7 @@ mkdir -p "$out"
 broker_pid=
 cleanup() {
 	if [ -n "$broker_pid" ]; then kill "$broker_pid" 2>/dev/null || true; fi
+	if [ "$TAP" = tui ]; then tmux kill-session -t wiretap-bvr 2>/dev/null || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -55,9 +58,13 @@ tapflag=
 if [ "$TAP" = off ]; then tapflag=--no-tap; fi
 
 start_broker() { # a fresh embedded broker for the next run
-	# shellcheck disable=SC2086
-	"$work/wiretap" broker --headless $tapflag --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
-	broker_pid=$!
+	if [ "$TAP" = tui ]; then
+		tmux new-session -d -s wiretap-bvr -x 200 -y 50 "$work/wiretap broker --listen 127.0.0.1:$PORT --management '' 2>$work/broker.err"
+	else
+		# shellcheck disable=SC2086
+		"$work/wiretap" broker --headless $tapflag --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
+		broker_pid=$!
+	fi
 	local up=
 	for _ in $(seq 50); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then up=1 && break; fi
@@ -69,11 +76,20 @@ start_broker() { # a fresh embedded broker for the next run
 	fi
 }
 
-stop_broker() { # sets tap: the share of the run's bytes the tap decoded ("-" without a tap)
+stop_broker() { # sets tap: the share of the run's bytes the tap decoded ("-" without a tap or with the TUI)
+	tap=-
+	if [ "$TAP" = tui ]; then
+		tmux send-keys -t wiretap-bvr q
+		for _ in $(seq 100); do
+			tmux has-session -t wiretap-bvr 2>/dev/null || break
+			sleep 0.1
+		done
+		tmux kill-session -t wiretap-bvr 2>/dev/null || true
+		return
+	fi
 	kill -INT "$broker_pid" 2>/dev/null || true
 	wait "$broker_pid" 2>/dev/null || true
 	broker_pid=
-	tap=-
 	if [ "$TAP" = off ]; then return; fi
 	tap=$(python3 - "$work/broker.err" <<'PY'
 import re, sys
