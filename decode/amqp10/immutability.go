@@ -44,19 +44,29 @@ type Immutability struct {
 	live   []int
 }
 
-// immKey identifies a message: by the hash of its message-id, or without
-// one by the hash of its bare message (byID tells them apart).
-type immKey struct {
-	byID bool
-	hash [sha256.Size]byte
+// immKey identifies a message: the first 128 bits of the SHA-256 of its
+// message-id, or without one of its bare message, the last bit flipped
+// for a message-id. Small keys and entries keep the map, which holds
+// every message that entered, half the size it would be with whole
+// hashes and ints (a collision of 128-bit hashes is not to be expected
+// in any capture).
+type immKey [16]byte
+
+func newImmKey(h [sha256.Size]byte, byID bool) (k immKey) {
+	copy(k[:], h[:])
+	if byID {
+		k[15] ^= 1
+	}
+	return k
 }
 
 // immEntry is an entering message: its connection and unit, and where
 // its bare message's bytes are.
 type immEntry struct {
-	conn, n     int
-	chunk       int
-	off, length int
+	n, length int
+	conn      int32
+	chunk     int32
+	off       int32 // a message past a chunk's size has one to itself, at 0
 }
 
 // immChunk is the size of the chunks bare messages are copied into.
@@ -77,7 +87,7 @@ func (im *Immutability) keep(e *immEntry, bare []byte) {
 		last++
 	}
 	c := im.chunks[last]
-	e.chunk, e.off, e.length = last, len(c), len(bare)
+	e.chunk, e.off, e.length = int32(last), int32(len(c)), len(bare)
 	im.chunks[last] = append(c, bare...)
 	im.live[last] += len(bare)
 }
@@ -86,14 +96,15 @@ func (im *Immutability) keep(e *immEntry, bare []byte) {
 // one being filled, is dropped.
 func (im *Immutability) forget(e immEntry) {
 	im.live[e.chunk] -= e.length
-	if im.live[e.chunk] == 0 && e.chunk != len(im.chunks)-1 {
+	if im.live[e.chunk] == 0 && int(e.chunk) != len(im.chunks)-1 {
 		im.chunks[e.chunk] = nil
 	}
 }
 
 // bareOf returns e's bare message.
 func (im *Immutability) bareOf(e immEntry) []byte {
-	return im.chunks[e.chunk][e.off : e.off+e.length : e.off+e.length]
+	off, end := int(e.off), int(e.off)+e.length
+	return im.chunks[e.chunk][off:end:end]
 }
 
 // ImmutabilityReport counts what an Immutability saw.
@@ -136,9 +147,9 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	var key immKey
 	by := "message-id"
 	if id := u.MessageID(); id != "" {
-		key = immKey{byID: true, hash: sha256.Sum256(unsafe.Slice(unsafe.StringData(id), len(id)))}
+		key = newImmKey(sha256.Sum256(unsafe.Slice(unsafe.StringData(id), len(id))), true)
 	} else {
-		key.hash, by = sha256.Sum256(bare), "bare-message hash"
+		key, by = newImmKey(sha256.Sum256(bare), false), "bare-message hash"
 	}
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
@@ -148,7 +159,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		} else {
 			im.order = append(im.order, key)
 		}
-		e := immEntry{conn: u.Conn.ID, n: u.N}
+		e := immEntry{conn: int32(u.Conn.ID), n: u.N}
 		im.keep(&e, bare)
 		im.entered[key] = e
 		im.bytes += len(bare)
@@ -166,7 +177,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	e := struct {
 		conn, n int
 		bare    []byte
-	}{ent.conn, ent.n, im.bareOf(ent)}
+	}{int(ent.conn), ent.n, im.bareOf(ent)}
 	v := &ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
 	v.Offset = firstDiff(e.bare, bare)
 	v.Identical = v.Offset < 0
