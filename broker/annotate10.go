@@ -34,7 +34,17 @@ type route10 struct {
 // sink10 takes a client's AMQP 1.0 unit (Parent nil, Dir F).
 func (a *RouteAnnotator) sink10(u *decode.Unit) {
 	switch u.Type {
-	case "open", "attach", "detach", "close", "transfer":
+	case "transfer":
+		// The completed message says its link: the performative need not
+		// be read again.
+		if m := amqp10.MessageOf(u); m != nil {
+			if r, ok := a.links10[linkKey{u.Conn, m.Channel, m.Handle}]; ok {
+				a.annotate10(u, m, r)
+			}
+		}
+		a.pass(u)
+		return
+	case "open", "attach", "detach", "close":
 	default:
 		a.pass(u)
 		return
@@ -91,12 +101,6 @@ func (a *RouteAnnotator) sink10(u *decode.Unit) {
 	case "detach":
 		if handle, ok := comp.Uint(b, 0); ok {
 			delete(a.links10, linkKey{u.Conn, f.Channel, uint32(handle)})
-		}
-	case "transfer":
-		if m := amqp10.MessageOf(u); m != nil {
-			if r, ok := a.links10[linkKey{u.Conn, m.Channel, m.Handle}]; ok {
-				a.annotate10(u, m, r)
-			}
 		}
 	}
 	a.pass(u)
