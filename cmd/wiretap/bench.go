@@ -51,7 +51,7 @@ func newBenchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench --uri URI [-x N] [-y N] [-s BYTES] [-z DURATION] [-t TYPE] [-a] [-q N] [-c N] [-r RATE] [--queues N] [--json]",
-		Short: "PerfTest-style AMQP 0-9-1 load generator: rates and latency percentiles",
+		Short: "PerfTest-style AMQP load generator (0-9-1; 1.0 with --protocol amqp1.0): rates and latency percentiles",
 		Long: `bench publishes and consumes through an AMQP 0-9-1 broker (RabbitMQ, or
 wiretap's own) like RabbitMQ's PerfTest, with PerfTest's flag names:
 producers and consumers on their own connections, one progress line a
