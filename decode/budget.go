@@ -163,10 +163,10 @@ func (a *Account) touch() {
 	b := a.b
 	b.clock++
 	a.last = b.clock
-	for h := a.windows.head; h != nil; h = h.anext {
+	for h := a.windows.head; h != nil; h = h.link[inAccount].next {
 		if b.windows.tail != h {
-			b.windows.remove(h)
-			b.windows.push(h)
+			b.windows.remove(h, inBudget)
+			b.windows.push(h, inBudget)
 		}
 	}
 }
@@ -233,9 +233,9 @@ type Hold struct {
 	linked bool   // charged (n > 0 or an account set by a charge)
 	listed bool   // in its budget's and account's eviction lists
 	kind   HoldKind
-	// prev/next link the budget's list of the hold's kind; aprev/anext
-	// the account's list.
-	prev, next, aprev, anext *Hold
+	// link[inBudget] links the budget's list of the hold's kind,
+	// link[inAccount] the account's.
+	link [2]holdLink
 	// Kind says what the hold keeps (set it before the first charge).
 	Kind HoldKind
 	// Busy keeps the hold from being evicted while its owner is in the
@@ -246,54 +246,41 @@ type Hold struct {
 // Size is what the hold has charged.
 func (h *Hold) Size() int64 { return h.n }
 
+// The two lists a hold is on: its budget's and its account's, of its kind.
+const (
+	inBudget = iota
+	inAccount
+)
+
+type holdLink struct{ prev, next *Hold }
+
 type holdList struct{ head, tail *Hold }
 
-func (l *holdList) push(h *Hold) {
-	h.prev, h.next = l.tail, nil
+// push appends h to the list, linked through h.link[side].
+func (l *holdList) push(h *Hold, side int) {
+	h.link[side] = holdLink{prev: l.tail}
 	if l.tail != nil {
-		l.tail.next = h
+		l.tail.link[side].next = h
 	} else {
 		l.head = h
 	}
 	l.tail = h
 }
 
-func (l *holdList) remove(h *Hold) {
-	if h.prev != nil {
-		h.prev.next = h.next
+// remove unlinks h from the list it is on through h.link[side].
+func (l *holdList) remove(h *Hold, side int) {
+	k := h.link[side]
+	if k.prev != nil {
+		k.prev.link[side].next = k.next
 	} else {
-		l.head = h.next
+		l.head = k.next
 	}
-	if h.next != nil {
-		h.next.prev = h.prev
+	if k.next != nil {
+		k.next.link[side].prev = k.prev
 	} else {
-		l.tail = h.prev
+		l.tail = k.prev
 	}
-	h.prev, h.next = nil, nil
-}
-
-func (l *holdList) pushAcct(h *Hold) {
-	h.aprev, h.anext = l.tail, nil
-	if l.tail != nil {
-		l.tail.anext = h
-	} else {
-		l.head = h
-	}
-	l.tail = h
-}
-
-func (l *holdList) removeAcct(h *Hold) {
-	if h.aprev != nil {
-		h.aprev.anext = h.anext
-	} else {
-		l.head = h.anext
-	}
-	if h.anext != nil {
-		h.anext.aprev = h.aprev
-	} else {
-		l.tail = h.aprev
-	}
-	h.aprev, h.anext = nil, nil
+	h.link[side] = holdLink{}
 }
 
 func (b *Budget) list(k HoldKind) *holdList {
@@ -347,8 +334,8 @@ func (h *Hold) Grow(a *Account, owner Holder, n int64) bool {
 		h.acct, h.owner, h.linked, h.start = a, owner, true, b.clock
 		if owner != nil {
 			h.listed, h.kind = true, h.Kind
-			b.list(h.kind).push(h)
-			a.list(h.kind).pushAcct(h)
+			b.list(h.kind).push(h, inBudget)
+			a.list(h.kind).push(h, inAccount)
 		}
 	}
 	h.n += n
@@ -390,8 +377,8 @@ func (h *Hold) Release() {
 	b.used -= h.n
 	h.n = 0
 	if h.listed {
-		b.list(h.kind).remove(h)
-		a.list(h.kind).removeAcct(h)
+		b.list(h.kind).remove(h, inBudget)
+		a.list(h.kind).remove(h, inAccount)
 		h.listed = false
 	}
 	h.linked = false
@@ -409,15 +396,15 @@ func (b *Budget) victim(a *Account, keep *Hold) (*Hold, int) {
 	if a != nil {
 		// The connection is active (it is charging): its oldest partial
 		// state first, then its largest window.
-		for h := a.partials.head; h != nil; h = h.anext {
+		for h := a.partials.head; h != nil; h = h.link[inAccount].next {
 			if evictable(h, keep) {
 				return h, rankPartial
 			}
 		}
-		return largest(a.windows.head, keep, func(h *Hold) *Hold { return h.anext }), rankWindow
+		return largest(a.windows.head, keep, inAccount), rankWindow
 	}
 	var idle *Hold
-	for h := b.windows.head; h != nil && h.acct.idle(); h = h.next {
+	for h := b.windows.head; h != nil && h.acct.idle(); h = h.link[inBudget].next {
 		if evictable(h, keep) && (idle == nil || h.n > idle.n) {
 			idle = h
 		}
@@ -425,19 +412,19 @@ func (b *Budget) victim(a *Account, keep *Hold) (*Hold, int) {
 	if idle != nil {
 		return idle, rankIdleWindow
 	}
-	for h := b.partials.head; h != nil; h = h.next {
+	for h := b.partials.head; h != nil; h = h.link[inBudget].next {
 		if evictable(h, keep) {
 			return h, rankPartial
 		}
 	}
-	return largest(b.windows.head, keep, func(h *Hold) *Hold { return h.next }), rankWindow
+	return largest(b.windows.head, keep, inBudget), rankWindow
 }
 
-// largest returns the largest evictable hold of a list (the first of
-// equals), or nil.
-func largest(h, keep *Hold, next func(*Hold) *Hold) *Hold {
+// largest returns the largest evictable hold of a list linked through
+// link[side] (the first of equals), or nil.
+func largest(h, keep *Hold, side int) *Hold {
 	var best *Hold
-	for ; h != nil; h = next(h) {
+	for ; h != nil; h = h.link[side].next {
 		if evictable(h, keep) && (best == nil || h.n > best.n) {
 			best = h
 		}
