@@ -587,14 +587,7 @@ func (l *link10) hasCredit() bool {
 	if !ok {
 		return false
 	}
-	conn := ch.c
-	conn.wmu.Lock()
-	full := len(conn.out) >= conn.outLimit()
-	if full {
-		conn.overLimit = true
-	}
-	conn.wmu.Unlock()
-	return !full
+	return ch.c.roomToWrite()
 }
 
 // deliver sends one message to the link (q.mu held): its stored header

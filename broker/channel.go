@@ -140,14 +140,7 @@ func (c *consumer) hasCredit() bool {
 	if !ok {
 		return false
 	}
-	conn := ch.c
-	conn.wmu.Lock()
-	full := len(conn.out) >= conn.outLimit()
-	if full {
-		conn.overLimit = true
-	}
-	conn.wmu.Unlock()
-	return !full
+	return ch.c.roomToWrite()
 }
 
 // deliver writes basic.deliver with the message and records it as unacked

@@ -482,6 +482,19 @@ func (c *conn) signal() {
 // its consumers stop being given messages (they stay in their queues).
 func (c *conn) outLimit() int { return c.b.outLimit }
 
+// roomToWrite reports whether a consumer on c may be given another
+// message: what waits to be written is under outLimit. When it is not, the
+// writer resumes the connection's consumers once it has drained.
+func (c *conn) roomToWrite() bool {
+	c.wmu.Lock()
+	full := len(c.out) >= c.outLimit()
+	if full {
+		c.overLimit = true
+	}
+	c.wmu.Unlock()
+	return !full
+}
+
 // writer writes what is appended to out, swapping buffers so appending
 // never waits for the socket, and sends heartbeats when idle.
 func (c *conn) writer() {
