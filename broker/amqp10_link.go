@@ -898,18 +898,7 @@ func (l *link10) addressTo(b []byte, msg *queue.Message) *error10 {
 
 // property returns a string field of the message's properties section
 // ("" when absent).
-func (l *link10) property(b []byte, i int) string {
-	pm := &l.s.cn.msg
-	if pm.Properties < 0 {
-		return ""
-	}
-	var p amqp10.Composite
-	if p.Set(b, pm.Sections[pm.Properties].Value) != nil {
-		return ""
-	}
-	s, _ := p.Bytes(b, i)
-	return string(s)
-}
+func (l *link10) property(b []byte, i int) string { return properties10(b, &l.s.cn.msg, i) }
 
 // disposition handles the client's settlement of deliveries (§2.7.6):
 // accepted acknowledges; rejected dead-letters (or drops) as
