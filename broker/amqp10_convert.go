@@ -515,70 +515,26 @@ func deaths091(b []byte, v amqp10.Value) (amqp091.Value, bool) {
 	var a amqp091.Array
 	it := v.Items(b)
 	for it.Next() {
-		var queueName, reason, exchange []byte
-		var count uint64
-		var first int64
-		var keys *amqp10.Value
-		var ttl *uint64
-		seen := 0
-		fields := it.Value.Items(b)
-		for fields.Next() {
-			k := fields.Value
-			if !fields.Next() {
-				break
-			}
-			f := fields.Value
-			name, _ := k.Bytes(b)
-			ok := false
-			switch string(name) {
-			case "queue":
-				queueName, ok = f.Bytes(b)
-			case "reason":
-				reason, ok = f.Bytes(b)
-			case "count":
-				count, ok = f.Uint(b)
-			case "first-time":
-				first, ok = f.Int(b)
-				ok = ok && f.Code == amqp10.CodeTimestamp
-			case "last-time":
-				ok = f.Code == amqp10.CodeTimestamp
-			case "exchange":
-				exchange, ok = f.Bytes(b)
-			case "routing-keys":
-				fv := f
-				keys, ok = &fv, f.Code == amqp10.CodeArray8 || f.Code == amqp10.CodeArray32
-			case "ttl":
-				if t, isUint := f.Uint(b); isUint {
-					ttl = &t
-				}
-				continue
-			default:
-				continue
-			}
-			if !ok {
-				return amqp091.Value{}, false
-			}
-			seen++
-		}
-		if seen != 7 || fields.Err() != nil {
+		d, err := readDeath10(b, it.Value)
+		if d.valid != deathAllFields || err != nil {
 			return amqp091.Value{}, false
 		}
 		var rks amqp091.Array
-		ki := keys.Items(b)
+		ki := d.keys.Items(b)
 		for ki.Next() {
 			if s, ok := ki.Value.Bytes(b); ok {
 				rks = rks.Append(amqp091.LongstrValue(s))
 			}
 		}
 		var t amqp091.Table
-		if ttl != nil {
-			t = t.Append("original-expiration", amqp091.StringValue(strconv.FormatUint(*ttl, 10)))
+		if d.ttl != nil {
+			t = t.Append("original-expiration", amqp091.StringValue(strconv.FormatUint(*d.ttl, 10)))
 		}
-		t = t.Append("count", amqp091.Int64Value(int64(count)))
-		t = t.Append("reason", amqp091.LongstrValue(reason))
-		t = t.Append("queue", amqp091.LongstrValue(queueName))
-		t = t.Append("time", amqp091.TimestampValue(time.Unix(first/1000, 0)))
-		t = t.Append("exchange", amqp091.LongstrValue(exchange))
+		t = t.Append("count", amqp091.Int64Value(int64(d.count)))
+		t = t.Append("reason", amqp091.LongstrValue(d.reason))
+		t = t.Append("queue", amqp091.LongstrValue(d.queue))
+		t = t.Append("time", amqp091.TimestampValue(time.Unix(d.first/1000, 0)))
+		t = t.Append("exchange", amqp091.LongstrValue(d.exchange))
 		t = t.Append("routing-keys", amqp091.ArrayValue(rks))
 		a = a.Append(amqp091.TableValue(t))
 	}
@@ -586,6 +542,65 @@ func deaths091(b []byte, v amqp10.Value) (amqp091.Value, bool) {
 		return amqp091.Value{}, false
 	}
 	return amqp091.ArrayValue(a), true
+}
+
+// death10 is one map of an x-opt-deaths annotation, as far as it was
+// read: valid has a bit for each of the seven keys RabbitMQ 4 requires
+// that was present with the right type; ttl is set when the map has one.
+type death10 struct {
+	queue, reason, exchange []byte
+	count                   uint64
+	first                   int64
+	keys                    amqp10.Value
+	ttl                     *uint64
+	valid                   uint8
+}
+
+const deathAllFields = 1<<7 - 1
+
+// readDeath10 reads a death map of x-opt-deaths (el, in b).
+func readDeath10(b []byte, el amqp10.Value) (death10, error) {
+	var d death10
+	fields := el.Items(b)
+	for fields.Next() {
+		k := fields.Value
+		if !fields.Next() {
+			break
+		}
+		f := fields.Value
+		name, _ := k.Bytes(b)
+		var bit uint8
+		ok := false
+		switch string(name) {
+		case "queue":
+			d.queue, ok = f.Bytes(b)
+			bit = 1 << 0
+		case "reason":
+			d.reason, ok = f.Bytes(b)
+			bit = 1 << 1
+		case "count":
+			d.count, ok = f.Uint(b)
+			bit = 1 << 2
+		case "first-time":
+			d.first, ok = f.Int(b)
+			ok, bit = ok && f.Code == amqp10.CodeTimestamp, 1<<3
+		case "last-time":
+			ok, bit = f.Code == amqp10.CodeTimestamp, 1<<4
+		case "exchange":
+			d.exchange, ok = f.Bytes(b)
+			bit = 1 << 5
+		case "routing-keys":
+			d.keys, ok, bit = f, f.Code == amqp10.CodeArray8 || f.Code == amqp10.CodeArray32, 1<<6
+		case "ttl":
+			if t, isUint := f.Uint(b); isUint {
+				d.ttl = &t
+			}
+		}
+		if ok {
+			d.valid |= bit
+		}
+	}
+	return d, fields.Err()
 }
 
 // The headers a 0-9-1 publisher may set to carry whole AMQP 1.0 sections

@@ -107,30 +107,9 @@ func deathRecord(b []byte, deaths *amqp10.Value, reason queue.Reason, queueName 
 		it := deaths.Items(b)
 		for it.Next() {
 			el := it.Value
-			var q, r []byte
-			var c uint64
-			var ft int64
-			fields := el.Items(b)
-			for fields.Next() {
-				k := fields.Value
-				if !fields.Next() {
-					break
-				}
-				v := fields.Value
-				name, _ := k.Bytes(b)
-				switch string(name) {
-				case "queue":
-					q, _ = v.Bytes(b)
-				case "reason":
-					r, _ = v.Bytes(b)
-				case "count":
-					c, _ = v.Uint(b)
-				case "first-time":
-					ft, _ = v.Int(b)
-				}
-			}
-			if string(q) == queueName && string(r) == string(reason) {
-				count, first = c+1, ft
+			d, _ := readDeath10(b, el)
+			if string(d.queue) == queueName && string(d.reason) == string(reason) {
+				count, first = d.count+1, d.first
 				continue
 			}
 			// Re-headed as a map32, its entries as they were.
