@@ -28,7 +28,9 @@ func init() {
 	probe := new(message)
 	if messageOf(probe.dissect) == probe && messageOf(new(message).dissect) != probe {
 		decode.RegisterFieldsJSON(probe.dissect, messageFieldsJSON)
+		decode.RegisterDissectState(probe.dissect, freezeMessage, thawMessage)
 	}
+	decode.RegisterDissect(dissectFrame, dissectMalformed, dissectProtocolHeader)
 }
 
 // messageOf returns the receiver of a method value m.dissect: the gc

@@ -2,6 +2,7 @@ package amqp091
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -23,6 +24,74 @@ type message struct {
 	size       uint64
 	cut        bool
 	bodyInUnit bool
+}
+
+// freezeMessage writes out the message of a completing unit, for a store
+// that keeps the unit on disk (decode.RegisterDissectState): a flags byte
+// (cut, body in the unit), the body size, then the method, the header and
+// (unless in the unit) the body, each with its length.
+func freezeMessage(u *decode.Unit, b []byte) []byte {
+	m := messageOf(u.Dissect)
+	var flags byte
+	if m.cut {
+		flags |= 1
+	}
+	if m.bodyInUnit {
+		flags |= 2
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, m.size)
+	b = appendBytes(b, m.method)
+	b = appendBytes(b, m.header)
+	if !m.bodyInUnit {
+		b = appendBytes(b, m.body)
+	}
+	return b
+}
+
+// thawMessage rebuilds what freezeMessage wrote.
+func thawMessage(_ *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, error) {
+	m := new(message)
+	if len(b) < 1 {
+		return nil, errFrozenMessage
+	}
+	m.cut, m.bodyInUnit = b[0]&1 != 0, b[0]&2 != 0
+	size, k := binary.Uvarint(b[1:])
+	if k <= 0 {
+		return nil, errFrozenMessage
+	}
+	m.size, b = size, b[1+k:]
+	var ok bool
+	if m.method, b, ok = readBytes(b); !ok {
+		return nil, errFrozenMessage
+	}
+	if m.header, b, ok = readBytes(b); !ok {
+		return nil, errFrozenMessage
+	}
+	if !m.bodyInUnit {
+		if m.body, _, ok = readBytes(b); !ok {
+			return nil, errFrozenMessage
+		}
+	}
+	return m.dissect, nil
+}
+
+var errFrozenMessage = errors.New("amqp091: frozen message: malformed")
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func readBytes(b []byte) (v, rest []byte, ok bool) {
+	l, k := binary.Uvarint(b)
+	if k <= 0 || l > uint64(len(b)-k) {
+		return nil, b, false
+	}
+	if l == 0 {
+		return nil, b[k:], true
+	}
+	return b[k : k+int(l) : k+int(l)], b[k+int(l):], true
 }
 
 // framePayload returns the payload of the frame in u.Raw.

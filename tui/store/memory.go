@@ -3,78 +3,147 @@ package store
 import (
 	"bufio"
 	"errors"
+	"math"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
-// The memory budget. The store accounts for each unit an index cost (the
-// unit's struct, its summary, its entries in the store's tables) and the
-// bytes of its Raw while they are resident. When the sum passes the
-// budget, the oldest units' bytes are written, in order, to a spill file
-// (a temporary file, removed at once where the system allows it, else at
-// Close) and their Raw is released (the one write to a unit after it is
-// emitted: the bytes themselves are never written); [Store.Load] and
-// [View.Load] read them back, into copies of the units. Field trees are
-// not kept: Dissect rebuilds them from the bytes.
+// The memory budget. The store accounts for each unit it holds whole an
+// index cost (the unit's struct, its summary, its entries in the store's
+// tables) and its bytes. When the sum passes the budget, the oldest units
+// are frozen, in order: each becomes a fixed-size record (the unit's
+// plain fields, 64 bytes) and a blob in the spill file (its summary, what
+// decode.Unit.AppendFrozen writes of its dissector and notes, its bytes),
+// and the store lets go of the unit. Records fill pages of recPage, and
+// full pages go to an index file; what stays in memory per frozen unit is
+// its entries in the store's int32 tables. [Store.Unit], [Store.Load] and
+// a [View] rebuild a frozen unit from its record and blob when it is
+// looked at (as Wireshark dissects a frame again when it is selected);
+// the last pages and units rebuilt are cached.
 //
-// What is accounted as freed is freed only when nothing else holds the
-// bytes: an AMQP 0-9-1 message keeps its method's and header's, and the
-// decoders carve the bytes of small units from slabs shared by their
-// neighbours; a large unit's bytes are its own.
+// A unit that cannot be frozen (its dissector has state no package
+// registered, such as the broker's route annotations) is pinned instead:
+// a copy of it without its bytes stays in memory, and its bytes go to the
+// spill file.
 //
-// Eviction is first in, first out, so the spill file holds the units
-// [0, evicted) back to back and one offset per unit finds them. The index
-// cost is not bounded here: with every unit's bytes spilled, what is left
-// above the budget is the index.
+// Both files are temporary: removed at once where the system allows it,
+// else at Close. The units the store holds whole are a suffix of its
+// units: [cold, Len), and freezing moves cold forward. The index cost of
+// frozen units (about 12 bytes each, more once answers are paired) is not
+// bounded: it is what is left above the budget once everything else is
+// frozen.
 
-// indexCost is the accounted cost of a unit apart from its bytes: the Unit
-// struct, the pointer in units, and an int32 in each of byConn, top or
-// connTop, and the spill offset.
+// indexCost is the accounted cost of a unit held whole apart from its
+// summary and bytes: the Unit struct, its pointer, and an int32 in each of
+// byConn, top or connTop and the answer tables.
 var indexCost = int64(unsafe.Sizeof(decode.Unit{})) + 8 + 3*4 + 8
 
+// frozenCost is what a frozen unit still costs: its int32 entries.
+const frozenCost = 3*4 + 8
+
+// pinnedCost is the extra cost of a pinned unit: its map entry.
+const pinnedCost = 48
+
+// rec is a frozen unit's record. It holds no pointers: pages of records
+// are written to the index file as they are in memory.
+type rec struct {
+	n      int64
+	ns     int64 // decode.NoTime when unknown
+	offset int64
+	data   int64 // where the unit's blob starts in the spill file
+	length int32
+	conn   int32 // position in Conns, -1 for none
+	parent int32 // index of the container, -1 for none
+	sumLen uint32
+	extLen uint32
+	rawLen uint32
+	typ    uint16 // position in the store's type table
+	ch     uint16
+	dir    uint8
+	proto  uint8
+	flags  uint8
+}
+
+const (
+	recChannel = 1 << iota
+	recSecret
+	recParent
+	recPinned
+)
+
+const recSize = int(unsafe.Sizeof(rec{}))
+
+// recPage is how many records make a page of the index file.
+const recPage = 4096
+
+// cachedPages is how many pages of records are kept in memory, and
+// thawCache how many rebuilt units (or thawBytes of their bytes).
+const (
+	cachedPages = 24
+	thawCache   = 2048
+	thawBytes   = 8 << 20
+)
+
 type memory struct {
-	// mu guards the Raw field of the store's units: the UI goroutine, the
-	// only writer, takes it to release spilled units' bytes; background
-	// readers (a View) hold it for reading while they look at units.
+	// mu guards what readers of other goroutines (a View) look at: live,
+	// cold, tail, pagesOut, pinned, the store's conns and types. The UI
+	// goroutine, the only writer, reads them without it and takes it to
+	// change them.
 	mu sync.RWMutex
 
-	budget  int64 // 0: no budget, nothing is spilled
-	index   int64 // accounted index bytes
-	raw     int64 // resident Raw bytes
-	evicted int   // units [0, evicted) have their bytes in the spill file
-	// off[i] is where unit i's bytes start in the spill file; off[evicted]
-	// is its end.
-	off   []int64
-	spill *os.File
-	w     *bufio.Writer
-	err   error // the spill file could not be made or written: nothing more is spilled
+	budget int64 // 0: no budget, nothing is frozen
+	index  int64 // accounted index bytes
+	raw    int64 // bytes of units held whole
+
+	cold int            // units [0, cold) are frozen or pinned
+	live []*decode.Unit // units [cold, Len), held whole
+	pin  map[int32]*decode.Unit
+	// tail holds the records [pagesOut*recPage, cold); full pages are in
+	// the index file.
+	tail     []rec
+	pagesOut int
+
+	spill, idx *os.File
+	w          *bufio.Writer
+	end        int64 // bytes written to the spill file
+	err        error // the files could not be made or written: nothing more is frozen
+	scratch    []byte
+
+	pages pageCache
+	thaws thawed
 }
 
 // SetBudget bounds the store's accounted memory to budget bytes (0: no
 // bound). It must be called before the first Append.
 func (s *Store) SetBudget(budget int64) { s.mem.budget = max(budget, 0) }
 
-// Memory reports the store's accounted bytes (index and resident unit
-// bytes) and its budget (0: none).
+// Memory reports the store's accounted bytes (index and the bytes of
+// units held whole) and its budget (0: none).
 func (s *Store) Memory() (used, budget int64) {
 	return s.mem.index + s.mem.raw, s.mem.budget
 }
 
-// Spilled reports how many units have their bytes in the spill file, and
-// why spilling stopped, if it did.
-func (s *Store) Spilled() (int, error) { return s.mem.evicted, s.mem.err }
+// Spilled reports how many units have their bytes in the spill file (the
+// frozen and the pinned), and why freezing stopped, if it did.
+func (s *Store) Spilled() (int, error) { return s.mem.cold, s.mem.err }
 
-// Close removes the spill file.
+// Close removes the spill and index files.
 func (s *Store) Close() error {
-	if s.mem.spill == nil {
-		return nil
+	var err error
+	for _, f := range []*os.File{s.mem.spill, s.mem.idx} {
+		if f == nil {
+			continue
+		}
+		name := f.Name()
+		if e := f.Close(); e != nil && err == nil {
+			err = e
+		}
+		os.Remove(name) // already gone where removing an open file works
 	}
-	name := s.mem.spill.Name()
-	err := s.mem.spill.Close()
-	os.Remove(name) // already gone where removing an open file works
 	return err
 }
 
@@ -84,14 +153,32 @@ func (s *Store) account(u *decode.Unit) {
 	s.mem.raw += int64(len(u.Raw))
 }
 
-// spillGrain is the most eviction asks beyond the budget: once over it,
-// units are spilled until the store is an eighth of what the budget
+// spillGrain is the most freezing asks beyond the budget: once over it,
+// units are frozen until the store is an eighth of what the budget
 // leaves the bytes (at most spillGrain) below it, so that a batch does not
-// spill a handful of units at a time.
+// freeze a handful of units at a time.
 const spillGrain = 1 << 20
 
-// evict spills the oldest resident units' bytes while the store is over
-// its budget.
+func (m *memory) open() error {
+	f, err := os.CreateTemp("", "wiretap-spill-*")
+	if err != nil {
+		return errors.New("store: no spill file: " + err.Error())
+	}
+	os.Remove(f.Name()) // the open file stays readable; nothing is left behind
+	x, err := os.CreateTemp("", "wiretap-index-*")
+	if err != nil {
+		f.Close()
+		return errors.New("store: no index file: " + err.Error())
+	}
+	os.Remove(x.Name())
+	m.spill, m.idx, m.w = f, x, bufio.NewWriterSize(f, 1<<20)
+	m.tail = make([]rec, 0, recPage)
+	m.pin = map[int32]*decode.Unit{}
+	return nil
+}
+
+// evict freezes the oldest units held whole while the store is over its
+// budget.
 func (s *Store) evict() {
 	m := &s.mem
 	if m.budget == 0 || m.err != nil || m.index+m.raw <= m.budget {
@@ -99,82 +186,395 @@ func (s *Store) evict() {
 	}
 	target := m.budget - min(spillGrain, max(0, m.budget-m.index)/8)
 	if m.spill == nil {
-		f, err := os.CreateTemp("", "wiretap-spill-*")
-		if err != nil {
-			m.err = errors.New("store: no spill file: " + err.Error())
+		if m.err = m.open(); m.err != nil {
 			return
 		}
-		os.Remove(f.Name()) // the open file stays readable; nothing is left behind
-		m.spill, m.w = f, bufio.NewWriterSize(f, 1<<20)
-		m.off = []int64{0}
 	}
-	end := m.off[len(m.off)-1]
-	from, upto := m.evicted, m.evicted
-	var freed int64
-	var offs []int64
-	for upto < len(s.units) && m.index+m.raw-freed > target {
-		raw := s.units[upto].Raw
-		if _, err := m.w.Write(raw); err != nil {
+	k := 0
+	var freedIndex, freedRaw int64
+	type pinnedUnit struct {
+		i int32
+		u *decode.Unit
+	}
+	var pinned []pinnedUnit
+	end, tail := m.end, m.tail
+	var full [][]rec // pages completed by this batch, to write
+	for k < len(m.live) && m.index+m.raw-freedIndex-freedRaw > target {
+		u := m.live[k]
+		i := int32(m.cold + k)
+		r, ok := s.record(i, u)
+		var blob []byte
+		if ok {
+			m.scratch = append(m.scratch[:0], u.Summary...)
+			m.scratch, ok = u.AppendFrozen(m.scratch)
+			if ok {
+				r.sumLen, r.extLen, r.rawLen = uint32(len(u.Summary)), uint32(len(m.scratch)-len(u.Summary)), uint32(len(u.Raw))
+				blob = m.scratch
+				freedIndex += indexCost + int64(len(u.Summary)) - frozenCost
+			}
+		}
+		if !ok {
+			// Pinned: a copy without its bytes stays; the unit itself is
+			// never written to, for whoever holds it.
+			r.flags |= recPinned
+			r.sumLen, r.extLen, r.rawLen = 0, 0, uint32(len(u.Raw))
+			cp := *u
+			cp.Raw = nil
+			pinned = append(pinned, pinnedUnit{i, &cp})
+			freedIndex -= pinnedCost
+		}
+		r.data = end
+		_, err := m.w.Write(blob)
+		if err == nil {
+			_, err = m.w.Write(u.Raw)
+		}
+		if err != nil {
 			m.err = errors.New("store: spill file: " + err.Error())
 			return
 		}
-		end += int64(len(raw))
-		offs = append(offs, end)
-		freed += int64(len(raw))
-		upto++
+		end += int64(len(blob) + len(u.Raw))
+		freedRaw += int64(len(u.Raw))
+		tail = append(tail, r)
+		if len(tail) == recPage {
+			full = append(full, tail)
+			tail = make([]rec, 0, recPage)
+		}
+		k++
 	}
 	if err := m.w.Flush(); err != nil {
 		m.err = errors.New("store: spill file: " + err.Error())
 		return
 	}
-	// Only now, with the bytes on file, may readers be sent there. The
-	// bytes themselves are never written: what holds a slice of them (an
-	// AMQP 0-9-1 message its method's and header's) keeps them.
-	m.mu.Lock()
-	m.off = append(m.off, offs...)
-	for i := from; i < upto; i++ {
-		s.units[i].Raw = nil
+	for p, page := range full {
+		if _, err := m.idx.WriteAt(recBytes(page), int64(m.pagesOut+p)*int64(recPage*recSize)); err != nil {
+			m.err = errors.New("store: index file: " + err.Error())
+			return
+		}
 	}
-	m.evicted = upto
+	// Only now, with records and bytes on file, may readers be sent there.
+	// The records appended to tail went past what readers look at.
+	m.mu.Lock()
+	for _, p := range pinned {
+		m.pin[p.i] = p.u
+	}
+	clear(m.live[:k])
+	m.live = m.live[k:]
+	m.cold += k
+	for p, page := range full {
+		m.pages.put(m.pagesOut+p, page)
+	}
+	m.pagesOut += len(full)
+	m.tail, m.end = tail, end
 	m.mu.Unlock()
-	m.raw -= freed
+	m.index -= freedIndex
+	m.raw -= freedRaw
 }
 
-// read returns the spilled bytes of units [from, upto), all evicted, in
-// one read.
-func (m *memory) read(from, upto int) ([]byte, error) {
-	b := make([]byte, m.off[upto]-m.off[from])
+// record builds unit u's record, all but its blob's place and lengths. It
+// reports false when the unit cannot have one and must be pinned.
+func (s *Store) record(i int32, u *decode.Unit) (rec, bool) {
+	r := rec{n: int64(u.N), ns: u.UnixNano(), offset: u.Offset, conn: -1, parent: -1,
+		ch: u.Channel, dir: uint8(u.Dir), proto: uint8(u.Proto)}
+	if u.HasChannel {
+		r.flags |= recChannel
+	}
+	if u.Secret {
+		r.flags |= recSecret
+	}
+	if u.Conn != nil {
+		c, ok := s.connIx[u.Conn]
+		if !ok {
+			return r, false
+		}
+		r.conn = c
+	}
+	if u.Parent != nil {
+		p := s.Parent(i)
+		if p < 0 {
+			return r, false // its container has not arrived: kept whole
+		}
+		r.parent, r.flags = p, r.flags|recParent
+	}
+	if u.Len < 0 || u.Len > math.MaxInt32 || len(u.Raw) > math.MaxUint32 || len(u.Summary) > math.MaxUint32 {
+		return r, false
+	}
+	r.length = int32(u.Len)
+	t, ok := s.typeIx[u.Type]
+	if !ok {
+		if len(s.types) > math.MaxUint16 {
+			return r, false
+		}
+		t = uint16(len(s.types))
+		s.mem.mu.Lock()
+		s.types = append(s.types, u.Type)
+		s.mem.mu.Unlock()
+		s.typeIx[u.Type] = t
+	}
+	r.typ = t
+	return r, true
+}
+
+func recBytes(rs []rec) []byte {
+	if len(rs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&rs[0])), len(rs)*recSize)
+}
+
+// recAt returns unit i's record; i < cold. The caller is the UI goroutine
+// or holds mu for reading.
+func (s *Store) recAt(i int) (*rec, error) {
+	m := &s.mem
+	p := i / recPage
+	if p >= m.pagesOut {
+		return &m.tail[i-p*recPage], nil
+	}
+	page, err := m.pages.get(p, m.idx)
+	if err != nil {
+		return nil, err
+	}
+	return &page[i%recPage], nil
+}
+
+// pageCache keeps the last pages of records read or written.
+type pageCache struct {
+	mu    sync.Mutex
+	pages map[int][]rec
+	order []int
+}
+
+func (c *pageCache) put(p int, page []rec) {
+	c.mu.Lock()
+	c.putLocked(p, page)
+	c.mu.Unlock()
+}
+
+func (c *pageCache) putLocked(p int, page []rec) {
+	if c.pages == nil {
+		c.pages = map[int][]rec{}
+	}
+	if _, ok := c.pages[p]; ok {
+		return
+	}
+	if len(c.order) >= cachedPages {
+		delete(c.pages, c.order[0])
+		c.order = append(c.order[:0], c.order[1:]...)
+	}
+	c.pages[p] = page
+	c.order = append(c.order, p)
+}
+
+func (c *pageCache) get(p int, f *os.File) ([]rec, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if page, ok := c.pages[p]; ok {
+		return page, nil
+	}
+	page := make([]rec, recPage)
+	if _, err := f.ReadAt(recBytes(page), int64(p)*int64(recPage*recSize)); err != nil {
+		return nil, errors.New("store: index file: " + err.Error())
+	}
+	c.putLocked(p, page)
+	return page, nil
+}
+
+// thawed caches the units last rebuilt from their records, so that the
+// rows on screen are not rebuilt at every frame.
+type thawed struct {
+	mu    sync.Mutex
+	units map[int32]*decode.Unit
+	bytes int
+}
+
+func (t *thawed) get(i int32) *decode.Unit {
+	t.mu.Lock()
+	u := t.units[i]
+	t.mu.Unlock()
+	return u
+}
+
+func (t *thawed) put(i int32, u *decode.Unit) {
+	t.mu.Lock()
+	if t.units == nil || len(t.units) >= thawCache || t.bytes+len(u.Raw) > thawBytes {
+		t.units, t.bytes = make(map[int32]*decode.Unit, 64), 0
+	}
+	t.units[i] = u
+	t.bytes += len(u.Raw)
+	t.mu.Unlock()
+}
+
+// read returns the spill file's bytes [from, to).
+func (m *memory) read(from, to int64) ([]byte, error) {
+	b := make([]byte, to-from)
 	if len(b) == 0 {
 		return b, nil
 	}
-	_, err := m.spill.ReadAt(b, m.off[from])
-	return b, err
+	if _, err := m.spill.ReadAt(b, from); err != nil {
+		return nil, errors.New("store: spill file: " + err.Error())
+	}
+	return b, nil
 }
 
-// loaded returns a copy of unit i with its bytes, reading them from the
-// spill file when they were released. A read error leaves Raw nil. The
-// caller holds mu for reading, or is the UI goroutine.
-func (s *Store) loaded(i int32, buf []byte, bufFrom int) *decode.Unit {
-	u := s.units[i]
-	cp := *u
-	if int(i) < s.mem.evicted {
-		if buf != nil {
-			lo, hi := s.mem.off[i]-s.mem.off[bufFrom], s.mem.off[i+1]-s.mem.off[bufFrom]
-			cp.Raw = buf[lo:hi:hi]
-		} else if b, err := s.mem.read(int(i), int(i)+1); err == nil {
-			cp.Raw = b
+// blobEnd is where the blob of record r ends.
+func blobEnd(r *rec) int64 {
+	return r.data + int64(r.sumLen) + int64(r.extLen) + int64(r.rawLen)
+}
+
+// thaw rebuilds frozen unit i from its record and blob (a slice of the
+// spill file starting at r.data). A pinned unit comes back as its copy
+// with its bytes. The caller is the UI goroutine or holds mu for reading.
+func (s *Store) thaw(i int32, r *rec, blob []byte) (*decode.Unit, error) {
+	m := &s.mem
+	if r.flags&recPinned != 0 {
+		cp := *m.pin[i]
+		cp.Raw = blob[:r.rawLen:r.rawLen]
+		return &cp, nil
+	}
+	sum, ext := blob[:r.sumLen], blob[r.sumLen:r.sumLen+r.extLen]
+	raw := blob[r.sumLen+r.extLen : r.sumLen+r.extLen+r.rawLen : r.sumLen+r.extLen+r.rawLen]
+	u := &decode.Unit{N: int(r.n), Offset: r.offset, Len: int(r.length), Raw: raw,
+		Type: s.types[r.typ], Summary: string(sum), Channel: r.ch, Dir: decode.Dir(r.dir),
+		Proto: decode.Proto(r.proto), HasChannel: r.flags&recChannel != 0, Secret: r.flags&recSecret != 0}
+	u.SetUnixNano(r.ns)
+	if r.conn >= 0 {
+		u.Conn = s.conns[r.conn]
+	}
+	if r.flags&recParent != 0 {
+		if p := s.unitAt(r.parent); p != nil {
+			u.Parent = p
+		} else {
+			u.Parent = &decode.Unit{N: -1}
 		}
 	}
-	return &cp
+	if err := u.Thaw(ext); err != nil {
+		u.SetErr("store: this unit could not be rebuilt from the spill file: " + err.Error())
+	}
+	return u, nil
 }
 
-// Load returns unit i with its bytes (Raw), for what needs them: the
-// detail and hex panes, filters on fields, pairing, export. Without a
-// budget it is [Store.Unit]; with one it is a copy whose Raw stays valid
-// however much is spilled afterwards. For the UI goroutine.
-func (s *Store) Load(i int32) *decode.Unit {
-	if s.mem.budget == 0 {
-		return s.units[i]
+// unitAt returns unit i: held whole, pinned (without its bytes), or
+// rebuilt. Nil only when a frozen unit cannot be read back. The caller is
+// the UI goroutine or holds mu for reading.
+func (s *Store) unitAt(i int32) *decode.Unit {
+	m := &s.mem
+	if int(i) >= m.cold {
+		return m.live[int(i)-m.cold]
 	}
-	return s.loaded(i, nil, 0)
+	if u, ok := m.pin[i]; ok {
+		return u
+	}
+	return s.loadCold(i)
+}
+
+// loadAt is unitAt with the bytes of pinned units read back.
+func (s *Store) loadAt(i int32) *decode.Unit {
+	m := &s.mem
+	if int(i) >= m.cold {
+		return m.live[int(i)-m.cold]
+	}
+	return s.loadCold(i)
+}
+
+// loadCold rebuilds unit i < cold, through the cache.
+func (s *Store) loadCold(i int32) *decode.Unit {
+	m := &s.mem
+	if u := m.thaws.get(i); u != nil {
+		return u
+	}
+	u, err := s.loadRange(int(i), int(i)+1, func(_ int32, u *decode.Unit) bool { return true })
+	if err != nil || u == nil {
+		return s.unreadable(i, err)
+	}
+	m.thaws.put(i, u)
+	return u
+}
+
+// unreadable stands in for a unit whose record or bytes could not be read.
+func (s *Store) unreadable(i int32, err error) *decode.Unit {
+	u := &decode.Unit{N: -1, Type: "warning", Summary: "unit lost: the store could not read it back"}
+	if p, ok := s.mem.pin[i]; ok {
+		cp := *p
+		u = &cp
+	}
+	if err != nil {
+		u.SetErr(err.Error())
+	}
+	return u
+}
+
+// loadRange rebuilds units [lo, hi), all below cold, reading their blobs
+// in one read, and calls fn with each until it returns false; it returns
+// the last unit rebuilt. The caller is the UI goroutine or holds mu for
+// reading.
+func (s *Store) loadRange(lo, hi int, fn func(i int32, u *decode.Unit) bool) (*decode.Unit, error) {
+	first, err := s.recAt(lo)
+	if err != nil {
+		return nil, err
+	}
+	last, err := s.recAt(hi - 1)
+	if err != nil {
+		return nil, err
+	}
+	from, to := first.data, blobEnd(last)
+	buf, err := s.mem.read(from, to)
+	if err != nil {
+		return nil, err
+	}
+	var u *decode.Unit
+	for i := lo; i < hi; i++ {
+		r, err := s.recAt(i)
+		if err != nil {
+			return nil, err
+		}
+		if r.data < from || blobEnd(r) > to {
+			return nil, errors.New("store: index file: record out of place")
+		}
+		if u, err = s.thaw(int32(i), r, buf[r.data-from:blobEnd(r)-from]); err != nil {
+			return nil, err
+		}
+		if !fn(int32(i), u) {
+			break
+		}
+	}
+	return u, nil
+}
+
+// head is what pairing and statistics read of a unit: what its record
+// holds, so that frozen units need not be rebuilt for it.
+type head struct {
+	typ    string
+	ns     int64
+	length int
+	conn   int32 // -1 for none
+	ch     uint16
+	dir    decode.Dir
+	proto  decode.Proto
+	nested bool
+}
+
+// head returns unit i's head. For the UI goroutine.
+func (s *Store) head(i int32) head {
+	m := &s.mem
+	if int(i) >= m.cold || m.pin[i] != nil {
+		u := s.unitAt(i)
+		c := int32(-1)
+		if u.Conn != nil {
+			c = int32(s.ConnIndex(u.Conn))
+		}
+		return head{typ: u.Type, ns: u.UnixNano(), length: u.Len, conn: c, ch: u.Channel, dir: u.Dir, proto: u.Proto, nested: u.Parent != nil}
+	}
+	r, err := s.recAt(int(i))
+	if err != nil {
+		return head{conn: -1, ns: decode.NoTime}
+	}
+	return head{typ: s.types[r.typ], ns: r.ns, length: int(r.length), conn: r.conn, ch: r.ch,
+		dir: decode.Dir(r.dir), proto: decode.Proto(r.proto), nested: r.flags&recParent != 0}
+}
+
+// time returns the head's time (the zero Time when unknown).
+func (h head) time() time.Time {
+	if h.ns == decode.NoTime {
+		return time.Time{}
+	}
+	return time.Unix(0, h.ns)
 }

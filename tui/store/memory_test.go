@@ -58,10 +58,13 @@ func TestBudgetBoundsAccountedMemory(t *testing.T) {
 	}
 	var resident int64
 	for i, u := range units {
-		if (i < n) != (u.Raw == nil) || s.Unit(int32(i)) != u {
-			t.Fatalf("unit %d: resident %v, %d spilled", i, u.Raw != nil, n)
+		got := s.Unit(int32(i))
+		if (i < n) == (got == u) || !bytes.Equal(got.Raw, u.Raw) || got.Summary != u.Summary || u.Raw == nil {
+			t.Fatalf("unit %d: held whole %v, %d frozen", i, got == u, n)
 		}
-		resident += int64(len(u.Raw))
+		if i >= n {
+			resident += int64(len(u.Raw))
+		}
 	}
 	if used, _ := s.Memory(); used != s.mem.index+resident {
 		t.Fatalf("accounted %d, index %d + resident %d", used, s.mem.index, resident)
@@ -128,14 +131,14 @@ func budgeted(t *testing.T, n int, budget int64) (*Store, []*decode.Unit) {
 func TestSpilledFiltersPairsAndStats(t *testing.T) {
 	const n = 20000
 	ref, refUnits := budgeted(t, n, 0)
-	var index, raw int64
+	var whole int64
 	for _, u := range refUnits {
-		index += indexCost + int64(len(u.Summary))
-		raw += int64(len(u.Raw))
+		whole += indexCost + int64(len(u.Summary)) + int64(len(u.Raw))
 	}
-	// All spilled (the index alone is over the budget), and about half.
+	// All frozen (what frozen units cost is over the budget), and about
+	// half.
 	all, _ := budgeted(t, n, 1)
-	half, _ := budgeted(t, n, index+raw/2)
+	half, _ := budgeted(t, n, n*frozenCost+(whole-n*frozenCost)/2)
 	if k, _ := half.Spilled(); k > n*3/4 || k < n/4 {
 		t.Fatalf("%d of %d spilled with half the bytes in the budget", k, n)
 	}

@@ -75,7 +75,7 @@ var pgAnswer = map[string]string{
 
 // Answer returns the index of the unit answering request i, or -1.
 func (s *Store) Answer(i int32) int32 {
-	s.pairConn(s.ConnIndex(s.units[i].Conn))
+	s.pairConn(int(s.head(i).conn))
 	if int(i) < len(s.pair.answer) {
 		return s.pair.answer[i] - 1
 	}
@@ -84,7 +84,7 @@ func (s *Store) Answer(i int32) int32 {
 
 // Request returns the index of the request unit i answers, or -1.
 func (s *Store) Request(i int32) int32 {
-	s.pairConn(s.ConnIndex(s.units[i].Conn))
+	s.pairConn(int(s.head(i).conn))
 	if int(i) < len(s.pair.request) {
 		return s.pair.request[i] - 1
 	}
@@ -109,7 +109,7 @@ func (s *Store) Pairs(fn func(req, ans int32)) {
 }
 
 func (s *Store) link(req, ans int32) {
-	if n := len(s.units); len(s.pair.answer) < n {
+	if n := s.n; len(s.pair.answer) < n {
 		s.pair.answer = append(s.pair.answer, make([]int32, n-len(s.pair.answer))...)
 		s.pair.request = append(s.pair.request, make([]int32, n-len(s.pair.request))...)
 	}
@@ -139,8 +139,8 @@ func (s *Store) pairConn(c int) {
 	ixs := s.byConn[c]
 	for ; st.done < len(ixs); st.done++ {
 		ix := ixs[st.done]
-		u := s.units[ix]
-		switch u.Proto {
+		u := s.head(ix)
+		switch u.proto {
 		case decode.ProtoAMQP091:
 			s.pairAMQP091(st, ix, u)
 		case decode.ProtoAMQP10:
@@ -151,27 +151,27 @@ func (s *Store) pairConn(c int) {
 	}
 }
 
-func (s *Store) pairAMQP091(st *pairState, ix int32, u *decode.Unit) {
-	t := u.Type
+func (s *Store) pairAMQP091(st *pairState, ix int32, u head) {
+	t := u.typ
 	switch {
 	case synchronous[t]:
-		k := okKey{u.Channel, u.Dir, t}
+		k := okKey{u.ch, u.dir, t}
 		st.okWait[k] = append(st.okWait[k], ix)
 		if t == "confirm.select" {
-			st.confirm[u.Channel] = true
+			st.confirm[u.ch] = true
 		}
 	case strings.HasSuffix(t, "-ok") || t == "basic.get-empty":
 		req := strings.TrimSuffix(strings.TrimSuffix(t, "-ok"), "-empty")
-		k := okKey{u.Channel, u.Dir.Other(), req}
+		k := okKey{u.ch, u.dir.Other(), req}
 		if q := st.okWait[k]; len(q) > 0 {
 			s.link(q[0], ix)
 			st.okWait[k] = q[1:]
 		}
-	case t == "basic.publish" && u.Dir == decode.DirF && st.confirm[u.Channel]:
-		st.pubSeq[u.Channel]++
-		st.pubWait[u.Channel] = append(st.pubWait[u.Channel], pub{st.pubSeq[u.Channel], ix})
-	case (t == "basic.ack" || t == "basic.nack") && u.Dir == decode.DirB:
-		q := st.pubWait[u.Channel]
+	case t == "basic.publish" && u.dir == decode.DirF && st.confirm[u.ch]:
+		st.pubSeq[u.ch]++
+		st.pubWait[u.ch] = append(st.pubWait[u.ch], pub{st.pubSeq[u.ch], ix})
+	case (t == "basic.ack" || t == "basic.nack") && u.dir == decode.DirB:
+		q := st.pubWait[u.ch]
 		if len(q) == 0 {
 			return
 		}
@@ -191,15 +191,15 @@ func (s *Store) pairAMQP091(st *pairState, ix int32, u *decode.Unit) {
 				n++
 			}
 		}
-		st.pubWait[u.Channel] = q[:n]
+		st.pubWait[u.ch] = q[:n]
 	}
 }
 
-func (s *Store) pairAMQP10(st *pairState, ix int32, u *decode.Unit) {
-	switch u.Type {
+func (s *Store) pairAMQP10(st *pairState, ix int32, u head) {
+	switch u.typ {
 	case "transfer":
 		if id, ok := FieldUint(s.fields(ix), "deliveryid"); ok {
-			st.xfer[uint64(u.Dir)<<32|id&0xffffffff] = ix
+			st.xfer[uint64(u.dir)<<32|id&0xffffffff] = ix
 		}
 	case "disposition":
 		fs := s.fields(ix)
@@ -211,7 +211,7 @@ func (s *Store) pairAMQP10(st *pairState, ix int32, u *decode.Unit) {
 		if !ok || last < first {
 			last = first
 		}
-		dir := uint64(u.Dir.Other()) << 32
+		dir := uint64(u.dir.Other()) << 32
 		if last-first < 4096 {
 			for id := first; id <= last; id++ {
 				if req, ok := st.xfer[dir|id&0xffffffff]; ok {
@@ -230,9 +230,9 @@ func (s *Store) pairAMQP10(st *pairState, ix int32, u *decode.Unit) {
 	}
 }
 
-func (s *Store) pairPg(st *pairState, ix int32, u *decode.Unit) {
-	t := u.Type
-	if u.Dir == decode.DirF {
+func (s *Store) pairPg(st *pairState, ix int32, u head) {
+	t := u.typ
+	if u.dir == decode.DirF {
 		switch t {
 		case "Parse", "Bind", "Describe", "Close", "Execute", "Sync":
 			st.pgWait[t] = append(st.pgWait[t], ix)
@@ -258,7 +258,7 @@ func (s *Store) pairPg(st *pairState, ix int32, u *decode.Unit) {
 					st.pgWait[k] = st.pgWait[k][:0]
 				}
 			}
-		} else if q := st.pgWait["Sync"]; len(q) > 0 && s.units[q[0]].Type == "Query" {
+		} else if q := st.pgWait["Sync"]; len(q) > 0 && s.head(q[0]).typ == "Query" {
 			s.link(q[0], ix)
 		}
 		return

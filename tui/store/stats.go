@@ -2,6 +2,8 @@ package store
 
 import (
 	"slices"
+
+	"github.com/wiretap-dev/wiretap/decode"
 	"sort"
 	"time"
 )
@@ -42,13 +44,26 @@ type Stats struct {
 
 // StatsOf computes the statistics of units (a Snapshot) with a store of
 // its own, so that a background goroutine can do it while the UI's store
-// grows; pairing reads spilled bytes through the view.
+// grows. That store has a budget of its own, statsBudget, and freezes
+// what is past it as the UI's store does.
 func StatsOf(units View, buckets int) Stats {
 	s := New()
-	s.src = &units
-	s.Append(units.places())
+	s.SetBudget(statsBudget)
+	defer s.Close()
+	batch := make([]*decode.Unit, 0, rangeBlock)
+	for lo := 0; lo < units.Len(); lo += rangeBlock {
+		batch = batch[:0]
+		units.Range(lo, min(lo+rangeBlock, units.Len()), func(_ int32, u *decode.Unit) bool {
+			batch = append(batch, u)
+			return true
+		})
+		s.Append(batch)
+	}
 	return s.Stats(buckets)
 }
+
+// statsBudget bounds the store StatsOf builds.
+const statsBudget = 64 << 20
 
 // Stats computes statistics over every unit; buckets is the number of
 // rate intervals wanted (the chart's width).
@@ -57,29 +72,34 @@ func (s *Store) Stats(buckets int) Stats {
 	if buckets < 1 {
 		buckets = 1
 	}
-	st.Units = len(s.units)
-	if len(s.units) == 0 {
+	st.Units = s.n
+	if s.n == 0 {
 		return st
 	}
-	type key struct{ proto, typ string }
+	type key struct {
+		proto decode.Proto
+		typ   string
+	}
 	types := map[key]*TypeCount{}
-	first, last := s.units[0].Time(), s.units[0].Time()
-	for _, u := range s.units {
-		st.Bytes += int64(u.Len)
-		if u.Time().Before(first) {
-			first = u.Time()
+	first, last := s.head(0).time(), s.head(0).time()
+	for i := range int32(s.n) {
+		u := s.head(i)
+		st.Bytes += int64(u.length)
+		t := u.time()
+		if t.Before(first) {
+			first = t
 		}
-		if u.Time().After(last) {
-			last = u.Time()
+		if t.After(last) {
+			last = t
 		}
-		k := key{u.Proto.String(), u.Type}
+		k := key{u.proto, u.typ}
 		tc := types[k]
 		if tc == nil {
-			tc = &TypeCount{Proto: k.proto, Type: k.typ}
+			tc = &TypeCount{Proto: k.proto.String(), Type: k.typ}
 			types[k] = tc
 		}
 		tc.Units++
-		tc.Bytes += int64(u.Len)
+		tc.Bytes += int64(u.length)
 	}
 	for _, tc := range types {
 		st.Types = append(st.Types, *tc)
@@ -94,8 +114,8 @@ func (s *Store) Stats(buckets int) Stats {
 	st.Span = last.Sub(first)
 	st.RateStep = st.Span/time.Duration(buckets) + 1
 	st.Rate = make([]int, buckets)
-	for _, u := range s.units {
-		b := int(u.Time().Sub(first) / st.RateStep)
+	for i := range int32(s.n) {
+		b := int(s.head(i).time().Sub(first) / st.RateStep)
 		if b >= 0 && b < buckets {
 			st.Rate[b]++
 		}
@@ -105,13 +125,14 @@ func (s *Store) Stats(buckets int) Stats {
 	per := make([][]time.Duration, len(s.conns))
 	var all []time.Duration
 	s.Pairs(func(req, ans int32) {
-		d := s.units[ans].Time().Sub(s.units[req].Time())
+		rq := s.head(req)
+		d := s.head(ans).time().Sub(rq.time())
 		if d < 0 {
 			d = 0
 		}
 		all = append(all, d)
-		if c := s.ConnIndex(s.units[req].Conn); c >= 0 {
-			per[c] = append(per[c], d)
+		if rq.conn >= 0 {
+			per[rq.conn] = append(per[rq.conn], d)
 		}
 	})
 	st.Overall = Summarise(all)

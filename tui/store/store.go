@@ -10,8 +10,8 @@ import (
 // Store is the table of units. Indices (int32) are positions in output
 // order; they are what every view keeps instead of copies of units.
 type Store struct {
-	units []*decode.Unit
-	top   []int32 // units with no parent, in order
+	n   int     // units appended; they are in mem (held whole or frozen)
+	top []int32 // units with no parent, in order
 
 	conns   []*decode.Conn
 	connIx  map[*decode.Conn]int32
@@ -26,15 +26,17 @@ type Store struct {
 
 	pair pairing
 	mem  memory
-	// src, for a store StatsOf builds over a View, is where the units'
-	// bytes are read (they may be spilled by the store the view is of).
-	src *View
+
+	// types is the table of unit types frozen records refer to.
+	types  []string
+	typeIx map[string]uint16
 }
 
 // New returns an empty store.
 func New() *Store {
 	return &Store{
 		connIx:  make(map[*decode.Conn]int32),
+		typeIx:  make(map[string]uint16),
 		kids:    make(map[int32][]int32),
 		pending: make(map[*decode.Unit][]int32),
 	}
@@ -42,17 +44,24 @@ func New() *Store {
 
 // Append adds a batch of units in output order.
 func (s *Store) Append(batch []*decode.Unit) {
+	start := s.n
+	s.mem.mu.Lock()
 	for _, u := range batch {
-		if u == nil {
-			continue
+		if u != nil {
+			s.mem.live = append(s.mem.live, u)
 		}
-		ix := int32(len(s.units))
-		s.units = append(s.units, u)
+	}
+	s.mem.mu.Unlock()
+	for _, u := range s.mem.live[start-s.mem.cold:] {
+		ix := int32(s.n)
+		s.n++
 		ci, ok := s.connIx[u.Conn]
 		if !ok && u.Conn != nil {
 			ci = int32(len(s.conns))
 			s.connIx[u.Conn] = ci
+			s.mem.mu.Lock()
 			s.conns = append(s.conns, u.Conn)
+			s.mem.mu.Unlock()
 			s.byConn = append(s.byConn, nil)
 			s.connTop = append(s.connTop, nil)
 			s.counts = append(s.counts, Counts{})
@@ -70,7 +79,7 @@ func (s *Store) Append(batch []*decode.Unit) {
 			if u.Conn != nil {
 				s.connTop[ci] = append(s.connTop[ci], ix)
 			}
-		} else if p := s.IndexOfN(u.Parent.N); p >= 0 && s.units[p].N == u.Parent.N {
+		} else if p := s.IndexOfN(u.Parent.N); p >= 0 {
 			s.kids[p] = append(s.kids[p], ix)
 		} else {
 			s.pending[u.Parent] = append(s.pending[u.Parent], ix)
@@ -89,12 +98,7 @@ func (s *Store) Append(batch []*decode.Unit) {
 }
 
 // fields returns unit i's field tree, its bytes read back if spilled.
-func (s *Store) fields(i int32) []*decode.Field {
-	if s.src != nil {
-		return s.src.Load(i).Fields()
-	}
-	return s.Load(i).Fields()
-}
+func (s *Store) fields(i int32) []*decode.Field { return s.Load(i).Fields() }
 
 // Counts are a connection's totals as the store has seen them. The TUI
 // reads these rather than decode.Conn's counters, which the pipeline keeps
@@ -154,15 +158,22 @@ func (c *Counts) Add(o Counts) {
 func (s *Store) ConnCounts(c int) Counts { return s.counts[c] }
 
 // Len reports how many units the store holds.
-func (s *Store) Len() int { return len(s.units) }
+func (s *Store) Len() int { return s.n }
 
-// Unit returns the unit at index i as indexed: once spilled, its Raw is
-// nil; [Store.Load] gives the bytes.
-func (s *Store) Unit(i int32) *decode.Unit { return s.units[i] }
+// Unit returns the unit at index i, for its plain fields: a pinned unit
+// (see memory.go) comes without its bytes, which [Store.Load] gives. A
+// frozen unit is rebuilt, so the pointer of one unit may differ between
+// calls. For the UI goroutine.
+func (s *Store) Unit(i int32) *decode.Unit { return s.unitAt(i) }
+
+// Load returns unit i with its bytes (Raw), for what needs them: the
+// detail and hex panes, filters on fields, pairing, export. No unit the
+// store gave out is written to afterwards. For the UI goroutine.
+func (s *Store) Load(i int32) *decode.Unit { return s.loadAt(i) }
 
 // Snapshot returns a view of the units appended so far, for background
-// goroutines to read while the store grows and spills.
-func (s *Store) Snapshot() View { return View{s: s, units: s.units[:len(s.units):len(s.units)]} }
+// goroutines to read while the store grows and freezes.
+func (s *Store) Snapshot() View { return View{s: s, n: s.n} }
 
 // Top returns the indices of units that no container carried, in order.
 // The caller must not modify it.
@@ -176,15 +187,20 @@ func (s *Store) HasKids(i int32) bool { _, ok := s.kids[i]; return ok }
 
 // Parent returns the index of the container of unit i, or -1.
 func (s *Store) Parent(i int32) int32 {
-	u := s.units[i]
+	if int(i) < s.mem.cold {
+		if _, ok := s.mem.pin[i]; !ok {
+			r, err := s.recAt(int(i))
+			if err != nil || r.flags&recParent == 0 {
+				return -1
+			}
+			return r.parent
+		}
+	}
+	u := s.unitAt(i)
 	if u.Parent == nil {
 		return -1
 	}
-	p := s.IndexOfN(u.Parent.N)
-	if p < 0 || s.units[p].N != u.Parent.N {
-		return -1
-	}
-	return p
+	return s.IndexOfN(u.Parent.N)
 }
 
 // Conns returns the connections in order of their first unit.
@@ -231,25 +247,36 @@ func (s *Store) Problems() int { return s.problem }
 
 // First returns the time of the first unit (zero when empty).
 func (s *Store) First() time.Time {
-	if len(s.units) == 0 {
+	if s.n == 0 {
 		return time.Time{}
 	}
-	return s.units[0].Time()
+	return s.unitAt(0).Time()
 }
 
 // IndexOfN returns the index of the unit numbered n, or -1. Units arrive
 // numbered in output order, so this is a lookup, or a binary search when
 // numbering has gaps.
 func (s *Store) IndexOfN(n int) int32 {
-	if len(s.units) == 0 || n > s.units[len(s.units)-1].N {
+	if s.n == 0 || n > s.nOf(s.n-1) {
 		return -1 // a container not yet arrived: the common case for B* units
 	}
-	if n >= 1 && n <= len(s.units) && s.units[n-1].N == n {
+	if n >= 1 && n <= s.n && s.nOf(n-1) == n {
 		return int32(n - 1)
 	}
-	i := sort.Search(len(s.units), func(i int) bool { return s.units[i].N >= n })
-	if i < len(s.units) && s.units[i].N == n {
+	i := sort.Search(s.n, func(i int) bool { return s.nOf(i) >= n })
+	if i < s.n && s.nOf(i) == n {
 		return int32(i)
+	}
+	return -1
+}
+
+// nOf returns the number of unit i without rebuilding it.
+func (s *Store) nOf(i int) int {
+	if i >= s.mem.cold {
+		return s.mem.live[i-s.mem.cold].N
+	}
+	if r, err := s.recAt(i); err == nil {
+		return int(r.n)
 	}
 	return -1
 }

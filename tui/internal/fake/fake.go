@@ -370,3 +370,8 @@ func (g *Generator) pgsql(out []*decode.Unit) []*decode.Unit {
 	}
 	return g.emit(out, parent)
 }
+
+// The fake units' dissectors carry no state: a store may freeze them.
+func init() {
+	decode.RegisterDissect(dissectHeader, dissectAMQPMethod, dissectTransfer, dissectDisposition, dissectPg)
+}
