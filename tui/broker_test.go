@@ -153,7 +153,7 @@ func TestBrokerJumpToConnection(t *testing.T) {
 	if d.m.units.Len() == 0 {
 		t.Fatal("no units shown")
 	}
-	for _, ix := range d.m.units.Rows() {
+	for _, ix := range seqSlice(d.m.units.Rows()) {
 		if u := d.m.st.Unit(ix); u.Conn == nil || u.Conn.ID != target {
 			t.Fatalf("unit #%d of another connection", u.N)
 		}
@@ -173,7 +173,7 @@ func TestBrokerJumpToQueue(t *testing.T) {
 	d.lacks("Broker:")
 	d.contains(`filter amqp.method.arguments.queue == "orders"`)
 	types := map[string]bool{}
-	for _, ix := range d.m.units.Rows() {
+	for _, ix := range seqSlice(d.m.units.Rows()) {
 		u := d.m.st.Unit(ix)
 		if !strings.Contains(u.Summary, "orders") {
 			t.Fatalf("unit #%d %s %q is not the queue's", u.N, u.Type, u.Summary)

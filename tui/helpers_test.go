@@ -2,6 +2,7 @@ package tui
 
 import (
 	"flag"
+	"github.com/wiretap-dev/wiretap/tui/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,4 +180,13 @@ func (d *driver) golden(name string) {
 			}
 		}
 	}
+}
+
+// seqSlice copies the entries of s.
+func seqSlice(s store.Seq) []int32 {
+	out := make([]int32, s.Len())
+	for p := range out {
+		out[p] = s.At(p)
+	}
+	return out
 }

@@ -142,25 +142,25 @@ func (m *Model) rebase() {
 	if m.paused {
 		return
 	}
-	var base []int32
+	var base store.Rows
 	flat := m.flt.match != nil
 	switch {
 	case flat:
-		base = m.flt.rows
+		base = store.RowsOf(m.flt.rows)
 	case m.connSel >= 0 && m.connSel < len(m.st.Conns()):
 		base = m.st.ConnTop(m.connSel)
 	default:
 		base = m.st.Top()
 	}
 	key := baseKey{conn: m.connSel, gen: m.flt.gen, flat: flat}
-	if key == m.flt.shownKey && m.flt.shownLen <= len(base) {
-		if len(base) > m.flt.shownLen {
+	if key == m.flt.shownKey && m.flt.shownLen <= base.Len() {
+		if base.Len() > m.flt.shownLen {
 			m.units.Grow(base)
 		}
 	} else {
 		m.units.SetBase(base, flat)
 	}
-	m.flt.shownKey, m.flt.shownLen = key, len(base)
+	m.flt.shownKey, m.flt.shownLen = key, base.Len()
 }
 
 type baseKey struct {
@@ -226,11 +226,11 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 	f.cancel, f.running = cancel, true
 	f.progress = new(atomic.Int64)
 	units := m.st.Snapshot()
-	var within []int32
+	var within *store.Rows
 	f.total = int64(units.Len())
 	if m.connSel >= 0 {
-		within = m.st.ConnUnits(m.connSel)
-		f.total = int64(len(within))
+		w := m.st.ConnUnits(m.connSel)
+		within, f.total = &w, int64(w.Len())
 	}
 	gen, match, progress := f.gen, f.match, f.progress
 	if within == nil && limit == 0 {
@@ -322,7 +322,7 @@ func (m *Model) find(dir int) tea.Cmd {
 		p, err := store.Find(ctx, units, rows, start, dir, func(u *decode.Unit) bool { return search(u, text) })
 		ix := int32(-1)
 		if p >= 0 {
-			ix = rows[p]
+			ix = rows.At(p)
 		}
 		return findDoneMsg{gen: gen, ix: ix, err: err}
 	}, m.tick())
@@ -351,7 +351,7 @@ func (m *Model) exportUnits(containers bool) func() []*decode.Unit {
 	case m.flt.match != nil:
 		ixs = m.flt.rows
 	case m.connSel >= 0:
-		ixs = m.st.ConnUnits(m.connSel)
+		ixs = m.st.ConnUnits(m.connSel).Slice()
 	default:
 		ixs = make([]int32, m.st.Len())
 		for i := range ixs {

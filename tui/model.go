@@ -108,10 +108,14 @@ func New(opt Options) Model {
 		lang = DefaultLang()
 	}
 	st := store.New()
-	// The store gets three quarters of the budget; the rest is the
-	// collector's headroom over the live heap (GOGC 25) and the units on
-	// their way from the pipeline.
-	st.SetBudget(opt.Memory - opt.Memory/4)
+	// The store gets half the budget, and holds the live heap to it; the
+	// rest is the collector's headroom over the live heap (the budget is
+	// its soft limit), the decoders' state and the units on their way from
+	// the pipeline.
+	if opt.Memory > 0 {
+		st.SetBudget(max(opt.Memory/2, 1))
+	}
+	st.SetHeapBound(true)
 	m := Model{
 		opt: opt, st: st, km: km, sty: sty, lang: lang,
 		conns:   connlist.New(st, km, sty),

@@ -68,7 +68,7 @@ func TestProgram(t *testing.T) {
 			want = append(want, int32(i))
 		}
 	}
-	got := final.units.Rows()
+	got := seqSlice(final.units.Rows())
 	if len(got) != len(want) {
 		t.Fatalf("%d rows, want %d", len(got), len(want))
 	}

@@ -93,7 +93,7 @@ func TestFilterLiveValidationAndApply(t *testing.T) {
 	d.contains("filter:") // error text from the language
 	d.typeText(`w"`)
 	d.lacks("filter:") // compiles now, and was applied live
-	for _, ix := range d.m.units.Rows() {
+	for _, ix := range seqSlice(d.m.units.Rows()) {
 		if u := d.m.st.Unit(ix); u.Type != "DataRow" {
 			t.Fatalf("row #%d is %s", u.N, u.Type)
 		}
@@ -113,14 +113,14 @@ func TestFilterLiveValidationAndApply(t *testing.T) {
 	}
 	// esc outside clears it.
 	d.keys("esc")
-	if d.m.flt.match != nil || d.m.units.Len() != len(d.m.st.Top()) {
+	if d.m.flt.match != nil || d.m.units.Len() != d.m.st.Top().Len() {
 		t.Fatalf("filter not cleared: %q, %d rows", d.m.flt.expr, d.m.units.Len())
 	}
 	// A filter typed and abandoned leaves no filter.
 	d.keys("/")
 	d.typeText("amqp")
 	d.keys("esc")
-	if d.m.flt.match != nil || d.m.units.Len() != len(d.m.st.Top()) {
+	if d.m.flt.match != nil || d.m.units.Len() != d.m.st.Top().Len() {
 		t.Fatalf("filter not cleared: %q, %d rows", d.m.flt.expr, d.m.units.Len())
 	}
 }
@@ -292,7 +292,7 @@ func TestMarksAndGotoCount(t *testing.T) {
 
 func TestVimMotions(t *testing.T) {
 	d := withUnits(t, 500, 120, 30)
-	top := d.m.st.Top()
+	top := d.m.st.Top().Slice()
 	d.keys("j", "j", "j", "k")
 	if d.m.units.Cursor() != 2 {
 		t.Fatalf("cursor %d after jjjk", d.m.units.Cursor())
@@ -374,7 +374,7 @@ func TestConnectionChoice(t *testing.T) {
 	if c.ID != 1 {
 		t.Fatalf("first row is connection %d", c.ID)
 	}
-	for _, ix := range d.m.units.Rows() {
+	for _, ix := range seqSlice(d.m.units.Rows()) {
 		if d.m.st.Unit(ix).Conn != c {
 			t.Fatal("unit of another connection listed")
 		}
@@ -383,8 +383,8 @@ func TestConnectionChoice(t *testing.T) {
 	d.send(tea.KeyPressMsg{Code: '/', Text: "/"})
 	d.typeText(`frame.len > 0`)
 	d.keys("enter")
-	if len(d.m.flt.rows) != len(d.m.st.ConnUnits(d.m.connSel)) {
-		t.Fatalf("filter within connection: %d rows, conn has %d", len(d.m.flt.rows), len(d.m.st.ConnUnits(d.m.connSel)))
+	if len(d.m.flt.rows) != d.m.st.ConnUnits(d.m.connSel).Len() {
+		t.Fatalf("filter within connection: %d rows, conn has %d", len(d.m.flt.rows), d.m.st.ConnUnits(d.m.connSel).Len())
 	}
 	d.keys(":")
 	d.typeText("conn 3")
@@ -425,7 +425,7 @@ func TestFollowLive(t *testing.T) {
 	g := fake.New(3)
 	d.feed(g.Units(100), false)
 	d.contains("▶ follow", "live")
-	last := func() int32 { rows := d.m.units.Rows(); return rows[len(rows)-1] }
+	last := func() int32 { rows := d.m.units.Rows(); return rows.At(rows.Len() - 1) }
 	if d.m.units.Selected() != last() {
 		t.Fatal("follow: cursor not on the newest unit")
 	}
@@ -679,7 +679,7 @@ func TestStartOptions(t *testing.T) {
 	if d.m.connSel < 0 || d.m.st.Conns()[d.m.connSel].ID != 3 {
 		t.Fatalf("connection 3 not chosen: %d", d.m.connSel)
 	}
-	if want := len(d.m.st.ConnUnits(d.m.connSel)); len(d.m.flt.rows) != want {
+	if want := d.m.st.ConnUnits(d.m.connSel).Len(); len(d.m.flt.rows) != want {
 		t.Fatalf("%d rows, connection 3 has %d units", len(d.m.flt.rows), want)
 	}
 	bad := newDriver(t, Options{Title: "fake.pcapng", Filter: "amqp.methd == 1"}, 140, 40)

@@ -69,9 +69,11 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 			return bc.RunE(bc, nil)
 		},
 	}
-	var cpuProfile string
+	var cpuProfile, memProfile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` (for developers)")
 	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile to `FILE` at exit (for developers)")
+	root.PersistentFlags().MarkHidden("memprofile")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if cpuProfile == "" {
 			return nil
@@ -85,6 +87,12 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
 		if cpuProfile != "" {
 			pprof.StopCPUProfile()
+		}
+		if memProfile != "" {
+			if fh, err := os.Create(memProfile); err == nil {
+				pprof.WriteHeapProfile(fh)
+				fh.Close()
+			}
 		}
 	}
 	root.AddCommand(newReadCmd())

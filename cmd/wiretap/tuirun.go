@@ -132,16 +132,15 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 // environment say otherwise. The TUI keeps units: its heap is mostly live
 // data.
 //
-// With a memory budget (the process's: the unit store keeps within three
-// quarters of it) the heap gets the budget as its soft limit and the
+// With a memory budget (the process's: the unit store holds the live heap
+// to half of it) the heap gets the budget as its soft limit and the
 // default GOGC paces collection below it, so a heap well under the budget
 // is not collected each time it grows by a quarter (replaying a million
-// small units: a third less CPU). The store's index is not bounded,
-// though: once the live heap passes the store's three quarters, a limit
-// it cannot keep would have the collector run without pause, and the
-// heap is collected each time it grows by a quarter instead, as it is
-// without a budget, so that loading a large file does not let it grow by
-// as much again in garbage.
+// small units: a third less CPU). Should the live heap pass three
+// quarters of the budget all the same (the store could not spill: no
+// temporary directory), a limit it cannot keep would have the collector
+// run without pause, and the heap is collected each time it grows by a
+// quarter instead, as it is without a budget.
 func tuneGC(ctx context.Context, budget int64) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -150,7 +149,9 @@ func tuneGC(ctx context.Context, budget int64) {
 		debug.SetGCPercent(25)
 		return
 	}
-	debug.SetMemoryLimit(budget)
+	// A sixteenth below the budget: the collector returns freed memory to
+	// the system a little after it is freed.
+	debug.SetMemoryLimit(budget - budget/16)
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime/metrics"
 	"sync"
 	"time"
 	"unsafe"
@@ -38,12 +39,14 @@ import (
 // frozen.
 
 // indexCost is the accounted cost of a unit held whole apart from its
-// summary and bytes: the Unit struct, its pointer, and an int32 in each of
-// byConn, top or connTop and the answer tables.
-var indexCost = int64(unsafe.Sizeof(decode.Unit{})) + 8 + 3*4 + 8
+// summary, its bytes and its entries in the store's lists (4 bytes each,
+// accounted while their page is in memory): the Unit struct and its
+// pointer.
+var indexCost = int64(unsafe.Sizeof(decode.Unit{})) + 8
 
-// frozenCost is what a frozen unit still costs: its int32 entries.
-const frozenCost = 3*4 + 8
+// frozenCost is what a frozen unit still costs apart from its list
+// entries: nothing until answers are paired (8 bytes a unit then).
+const frozenCost = 0
 
 // pinnedCost is the extra cost of a pinned unit: its map entry.
 const pinnedCost = 48
@@ -115,6 +118,52 @@ type memory struct {
 
 	pages pageCache
 	thaws thawed
+
+	fullLists []fullPage // list pages in memory, oldest first
+	listCache listCache
+
+	// heapBound: see SetHeapBound. shrink is what the budget is lowered
+	// by, from the live heap the collector last measured; gcs is the cycle
+	// it was measured at.
+	heapBound bool
+	shrink    int64
+	gcs       uint64
+	heapProbe []metrics.Sample
+	appends   int
+}
+
+// SetHeapBound has the store keep the process's live heap, as the garbage
+// collector last measured it, within the budget too. What the store
+// accounts for a unit is less than it takes (allocation rounding, the
+// slabs decoders share between units, an AMQP 0-9-1 message's hold on its
+// method's and header's bytes), and the rest of the process takes its
+// share: for the store that owns most of the process's memory (the TUI's),
+// the budget is lowered by what the live heap is over it, and raised again
+// as it falls below. For the UI goroutine, before the first Append.
+func (s *Store) SetHeapBound(on bool) { s.mem.heapBound = on }
+
+// heapLimit returns what the store's accounted bytes are held to.
+func (m *memory) heapLimit() int64 {
+	if !m.heapBound {
+		return m.budget
+	}
+	if m.appends++; m.appends%16 == 0 {
+		if m.heapProbe == nil {
+			m.heapProbe = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+		}
+		metrics.Read(m.heapProbe)
+		live, cyc := m.heapProbe[0].Value, m.heapProbe[1].Value
+		if live.Kind() == metrics.KindUint64 && cyc.Kind() == metrics.KindUint64 && cyc.Uint64() != m.gcs {
+			m.gcs = cyc.Uint64()
+			switch over := int64(live.Uint64()) - m.budget; {
+			case over > 0:
+				m.shrink = min(m.shrink+over, m.budget*7/8)
+			case over < -m.budget/8:
+				m.shrink = max(0, m.shrink-m.budget/32)
+			}
+		}
+	}
+	return m.budget - m.shrink
 }
 
 // SetBudget bounds the store's accounted memory to budget bytes (0: no
@@ -181,10 +230,14 @@ func (m *memory) open() error {
 // budget.
 func (s *Store) evict() {
 	m := &s.mem
-	if m.budget == 0 || m.err != nil || m.index+m.raw <= m.budget {
+	if m.budget == 0 || m.err != nil {
 		return
 	}
-	target := m.budget - min(spillGrain, max(0, m.budget-m.index)/8)
+	limit := m.heapLimit()
+	if m.index+m.raw <= limit {
+		return
+	}
+	target := limit - min(spillGrain, max(0, limit-m.index)/8)
 	if m.spill == nil {
 		if m.err = m.open(); m.err != nil {
 			return
@@ -199,7 +252,8 @@ func (s *Store) evict() {
 	var pinned []pinnedUnit
 	end, tail := m.end, m.tail
 	var full [][]rec // pages completed by this batch, to write
-	for k < len(m.live) && m.index+m.raw-freedIndex-freedRaw > target {
+	listFree := int64(len(m.fullLists)) * listPage * 4
+	for k < len(m.live) && m.index+m.raw-listFree-freedIndex-freedRaw > target {
 		u := m.live[k]
 		i := int32(m.cold + k)
 		r, ok := s.record(i, u)
@@ -241,6 +295,11 @@ func (s *Store) evict() {
 		}
 		k++
 	}
+	lists, listOffs, end, err := s.spillLists(end)
+	if err != nil {
+		m.err = err
+		return
+	}
 	if err := m.w.Flush(); err != nil {
 		m.err = errors.New("store: spill file: " + err.Error())
 		return
@@ -265,8 +324,12 @@ func (s *Store) evict() {
 	}
 	m.pagesOut += len(full)
 	m.tail, m.end = tail, end
+	for j, fp := range lists {
+		fp.l.pages[fp.p], fp.l.offs[fp.p] = nil, listOffs[j]
+	}
+	m.fullLists = m.fullLists[:copy(m.fullLists, m.fullLists[len(lists):])]
 	m.mu.Unlock()
-	m.index -= freedIndex
+	m.index -= freedIndex + int64(len(lists))*listPage*4
 	m.raw -= freedRaw
 }
 

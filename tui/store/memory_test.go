@@ -168,9 +168,9 @@ func TestSpilledFiltersPairsAndStats(t *testing.T) {
 				t.Fatalf("%s, %s: %d rows, want %d", name, e, len(got), len(want))
 			}
 			// Scan within a connection reads unit by unit.
-			within := s.ConnUnits(0)
-			wantIn, _, _ := Scan(ctx, ref.Snapshot(), ref.ConnUnits(0), 0, 0, f.Match, nil)
-			gotIn, _, _ := Scan(ctx, s.Snapshot(), within, 0, 0, f.Match, nil)
+			within, refWithin := s.ConnUnits(0), ref.ConnUnits(0)
+			wantIn, _, _ := Scan(ctx, ref.Snapshot(), &refWithin, 0, 0, f.Match, nil)
+			gotIn, _, _ := Scan(ctx, s.Snapshot(), &within, 0, 0, f.Match, nil)
 			if !slices.Equal(gotIn, wantIn) {
 				t.Fatalf("%s, %s within a connection: %d rows, want %d", name, e, len(gotIn), len(wantIn))
 			}
@@ -178,8 +178,8 @@ func TestSpilledFiltersPairsAndStats(t *testing.T) {
 			for i := range rows {
 				rows[i] = int32(i)
 			}
-			wp, _ := Find(ctx, ref.Snapshot(), rows, n/2, 1, f.Match)
-			gp, _ := Find(ctx, s.Snapshot(), rows, n/2, 1, f.Match)
+			wp, _ := Find(ctx, ref.Snapshot(), RowsOf(rows), n/2, 1, f.Match)
+			gp, _ := Find(ctx, s.Snapshot(), RowsOf(rows), n/2, 1, f.Match)
 			if wp != gp {
 				t.Fatalf("%s, %s: Find at %d, want %d", name, e, gp, wp)
 			}

@@ -110,6 +110,7 @@ func (s *Store) Pairs(fn func(req, ans int32)) {
 
 func (s *Store) link(req, ans int32) {
 	if n := s.n; len(s.pair.answer) < n {
+		s.mem.index += int64(n-len(s.pair.answer)) * 8
 		s.pair.answer = append(s.pair.answer, make([]int32, n-len(s.pair.answer))...)
 		s.pair.request = append(s.pair.request, make([]int32, n-len(s.pair.request))...)
 	}
@@ -136,9 +137,9 @@ func (s *Store) pairConn(c int) {
 		}
 		s.pair.conns[c] = st
 	}
-	ixs := s.byConn[c]
-	for ; st.done < len(ixs); st.done++ {
-		ix := ixs[st.done]
+	l := s.byConn[c]
+	for ; st.done < l.n; st.done++ {
+		ix := l.at(st.done)
 		u := s.head(ix)
 		switch u.proto {
 		case decode.ProtoAMQP091:

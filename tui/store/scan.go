@@ -10,13 +10,13 @@ import (
 )
 
 // Scan returns, in order, the indices i in [from, len(units)) (or, when
-// within is not nil, the members of within at or past from) whose unit
+// within is not nil, the entries of within at or past from) whose unit
 // satisfies match, and the index where it stopped: len(units), or earlier
 // when limit > 0 matches were found (so a first screenful can be shown
 // before the rest is scanned). It is meant for a background goroutine: it
 // stops with ctx.Err() when ctx is cancelled, and stores how many units it
 // has looked at in progress as it goes.
-func Scan(ctx context.Context, units View, within []int32, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
+func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
 	var out []int32
 	const every = 4096
 	if within == nil {
@@ -47,13 +47,15 @@ func Scan(ctx context.Context, units View, within []int32, from int32, limit int
 		}
 		return out, int32(units.Len()), nil
 	}
-	for n, i := range within {
-		if i < from || int(i) >= units.Len() {
-			continue
+	var err error
+	stop := int32(-1)
+	within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
+		if int(i) >= units.Len() {
+			return false
 		}
 		if n%every == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, from, err
+			if err = ctx.Err(); err != nil {
+				return false
 			}
 			if progress != nil {
 				progress.Store(int64(n))
@@ -62,9 +64,17 @@ func Scan(ctx context.Context, units View, within []int32, from int32, limit int
 		if match(units.Load(i)) {
 			out = append(out, i)
 			if len(out) == limit {
-				return out, i + 1, nil
+				stop = i + 1
+				return false
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil, from, err
+	}
+	if stop >= 0 {
+		return out, stop, nil
 	}
 	return out, int32(units.Len()), nil
 }
@@ -123,8 +133,8 @@ func ScanAll(ctx context.Context, units View, from int32, match func(*decode.Uni
 // Find returns the first position p in rows, starting at start and moving
 // by step (+1 or -1) with wrap-around, whose unit satisfies match, or -1.
 // It honours ctx like Scan.
-func Find(ctx context.Context, units View, rows []int32, start, step int, match func(*decode.Unit) bool) (int, error) {
-	n := len(rows)
+func Find(ctx context.Context, units View, rows Seq, start, step int, match func(*decode.Unit) bool) (int, error) {
+	n := rows.Len()
 	if n == 0 {
 		return -1, nil
 	}
@@ -136,7 +146,7 @@ func Find(ctx context.Context, units View, rows []int32, start, step int, match 
 				return -1, err
 			}
 		}
-		if int(rows[p]) < units.Len() && match(units.Load(rows[p])) {
+		if ix := rows.At(p); int(ix) < units.Len() && match(units.Load(ix)) {
 			return p, nil
 		}
 	}

@@ -11,12 +11,12 @@ import (
 // order; they are what every view keeps instead of copies of units.
 type Store struct {
 	n   int     // units appended; they are in mem (held whole or frozen)
-	top []int32 // units with no parent, in order
+	top *ixList // units with no parent, in order
 
 	conns   []*decode.Conn
 	connIx  map[*decode.Conn]int32
-	byConn  [][]int32
-	connTop [][]int32 // per connection: units with no parent
+	byConn  []*ixList
+	connTop []*ixList // per connection: units with no parent
 	counts  []Counts
 	byID    []int // connection indices ordered by Conn.ID
 
@@ -30,54 +30,55 @@ type Store struct {
 	// types is the table of unit types frozen records refer to.
 	types  []string
 	typeIx map[string]uint16
+	lists  int // ixLists made, for their cache keys
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{
+	s := &Store{
 		connIx:  make(map[*decode.Conn]int32),
 		typeIx:  make(map[string]uint16),
 		kids:    make(map[int32][]int32),
 		pending: make(map[*decode.Unit][]int32),
 	}
+	s.top = s.newList()
+	return s
 }
 
 // Append adds a batch of units in output order.
 func (s *Store) Append(batch []*decode.Unit) {
+	m := &s.mem
+	m.mu.Lock()
 	start := s.n
-	s.mem.mu.Lock()
 	for _, u := range batch {
 		if u != nil {
-			s.mem.live = append(s.mem.live, u)
+			m.live = append(m.live, u)
 		}
 	}
-	s.mem.mu.Unlock()
-	for _, u := range s.mem.live[start-s.mem.cold:] {
+	for _, u := range m.live[start-m.cold:] {
 		ix := int32(s.n)
 		s.n++
 		ci, ok := s.connIx[u.Conn]
 		if !ok && u.Conn != nil {
 			ci = int32(len(s.conns))
 			s.connIx[u.Conn] = ci
-			s.mem.mu.Lock()
 			s.conns = append(s.conns, u.Conn)
-			s.mem.mu.Unlock()
-			s.byConn = append(s.byConn, nil)
-			s.connTop = append(s.connTop, nil)
+			s.byConn = append(s.byConn, s.newList())
+			s.connTop = append(s.connTop, s.newList())
 			s.counts = append(s.counts, Counts{})
 			s.insertByID(int(ci))
 		}
 		if u.Conn != nil {
-			s.byConn[ci] = append(s.byConn[ci], ix)
+			s.byConn[ci].add(ix)
 			s.counts[ci].add(u)
 		}
 		if len(u.Warnings()) > 0 || u.Err() != "" {
 			s.problem++
 		}
 		if u.Parent == nil {
-			s.top = append(s.top, ix)
+			s.top.add(ix)
 			if u.Conn != nil {
-				s.connTop[ci] = append(s.connTop[ci], ix)
+				s.connTop[ci].add(ix)
 			}
 		} else if p := s.IndexOfN(u.Parent.N); p >= 0 {
 			s.kids[p] = append(s.kids[p], ix)
@@ -90,10 +91,11 @@ func (s *Store) Append(batch []*decode.Unit) {
 				delete(s.pending, u)
 			}
 		}
-		if s.mem.budget > 0 {
+		if m.budget > 0 {
 			s.account(u)
 		}
 	}
+	m.mu.Unlock()
 	s.evict()
 }
 
@@ -177,7 +179,7 @@ func (s *Store) Snapshot() View { return View{s: s, n: s.n} }
 
 // Top returns the indices of units that no container carried, in order.
 // The caller must not modify it.
-func (s *Store) Top() []int32 { return s.top[:len(s.top):len(s.top)] }
+func (s *Store) Top() Rows { return s.top.rows() }
 
 // Kids returns the indices of the units nested in container i, in order.
 func (s *Store) Kids(i int32) []int32 { return s.kids[i] }
@@ -207,7 +209,7 @@ func (s *Store) Parent(i int32) int32 {
 func (s *Store) Conns() []*decode.Conn { return s.conns }
 
 // ConnUnits returns the indices of connection c's units, in order.
-func (s *Store) ConnUnits(c int) []int32 { return s.byConn[c][:len(s.byConn[c]):len(s.byConn[c])] }
+func (s *Store) ConnUnits(c int) Rows { return s.byConn[c].rows() }
 
 func (s *Store) insertByID(ci int) {
 	id := s.conns[ci].ID
@@ -232,7 +234,7 @@ func (s *Store) ConnByID(id int) int {
 
 // ConnTop returns the indices of connection c's units that no container
 // carried, in order.
-func (s *Store) ConnTop(c int) []int32 { return s.connTop[c][:len(s.connTop[c]):len(s.connTop[c])] }
+func (s *Store) ConnTop(c int) Rows { return s.connTop[c].rows() }
 
 // ConnIndex returns the position of conn in Conns, or -1.
 func (s *Store) ConnIndex(c *decode.Conn) int {

@@ -48,17 +48,17 @@ func TestIndexes(t *testing.T) {
 			t.Fatalf("#%d not among its container's kids", u.N)
 		}
 	}
-	if len(s.Top()) != top || nested == 0 {
-		t.Fatalf("top %d want %d; nested %d", len(s.Top()), top, nested)
+	if s.Top().Len() != top || nested == 0 {
+		t.Fatalf("top %d want %d; nested %d", s.Top().Len(), top, nested)
 	}
 	total := 0
 	for c, conn := range s.Conns() {
-		for _, ix := range s.ConnUnits(c) {
+		for _, ix := range s.ConnUnits(c).Slice() {
 			if s.Unit(ix).Conn != conn {
 				t.Fatal("unit in another connection's index")
 			}
 		}
-		total += len(s.ConnUnits(c))
+		total += s.ConnUnits(c).Len()
 		if s.ConnIndex(conn) != c {
 			t.Fatal("ConnIndex")
 		}
@@ -231,7 +231,7 @@ func TestScanCancelsAndReportsProgress(t *testing.T) {
 	if _, _, err := Scan(ctx, ViewOf(units), nil, 0, 0, func(*decode.Unit) bool { return true }, nil); err == nil {
 		t.Fatal("cancelled scan finished")
 	}
-	p, _ := Find(context.Background(), ViewOf(units), rows, 0, -1, func(u *decode.Unit) bool { return true })
+	p, _ := Find(context.Background(), ViewOf(units), RowsOf(rows), 0, -1, func(u *decode.Unit) bool { return true })
 	if p != len(rows)-1 {
 		t.Fatalf("Find backwards wraps to %d", p)
 	}
@@ -310,7 +310,7 @@ func TestContainerBeforeItsUnits(t *testing.T) {
 	s := New()
 	s.Append([]*decode.Unit{parent})
 	s.Append([]*decode.Unit{a, b})
-	if k := s.Kids(0); len(k) != 2 || k[0] != 1 || k[1] != 2 || len(s.Top()) != 1 || s.Parent(2) != 0 {
+	if k := s.Kids(0); len(k) != 2 || k[0] != 1 || k[1] != 2 || s.Top().Len() != 1 || s.Parent(2) != 0 {
 		t.Fatalf("kids %v top %v", k, s.Top())
 	}
 }

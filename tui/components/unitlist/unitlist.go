@@ -21,9 +21,9 @@ type Model struct {
 	sty *styles.Styles
 	km  *keys.KeyMap
 
-	base     []int32 // rows before groups are expanded
-	flat     bool    // base already lists nested units (a filter result)
-	rows     []int32 // what is shown
+	base     store.Rows // rows before groups are expanded
+	flat     bool       // base already lists nested units (a filter result)
+	rows     *shown     // what is shown
 	expanded map[int32]bool
 
 	cursor, offset int
@@ -37,7 +37,7 @@ type Model struct {
 
 // New returns an empty list over st.
 func New(st *store.Store, km *keys.KeyMap, sty *styles.Styles) Model {
-	return Model{st: st, km: km, sty: sty, expanded: map[int32]bool{}, marks: map[int32]byte{}}
+	return Model{st: st, km: km, sty: sty, expanded: map[int32]bool{}, marks: map[int32]byte{}, rows: &shown{}}
 }
 
 // SetSize sets the pane's inner size; the first line is the header.
@@ -54,20 +54,21 @@ func (m *Model) page() int {
 }
 
 // Len returns the number of rows shown.
-func (m *Model) Len() int { return len(m.rows) }
+func (m *Model) Len() int { return m.rows.Len() }
 
-// Rows returns the unit indices shown, in order. Do not modify.
-func (m *Model) Rows() []int32 { return m.rows }
+// Rows returns the unit indices shown, in order; it does not change as the
+// list does, so a background search may read it.
+func (m *Model) Rows() store.Seq { return m.rows }
 
 // Cursor returns the cursor's row.
 func (m *Model) Cursor() int { return m.cursor }
 
 // Selected returns the unit index under the cursor, or -1.
 func (m *Model) Selected() int32 {
-	if m.cursor < 0 || m.cursor >= len(m.rows) {
+	if m.cursor < 0 || m.cursor >= m.rows.Len() {
 		return -1
 	}
-	return m.rows[m.cursor]
+	return m.rows.At(m.cursor)
 }
 
 // SetMark records (or, with letter 0, clears) the mark shown on unit ix.
@@ -84,7 +85,7 @@ func (m *Model) SetMark(ix int32, letter byte) {
 
 // SetBase replaces the rows (store.Top() when unfiltered, or a filter's
 // result with flat set), keeping the selected unit when it is still there.
-func (m *Model) SetBase(base []int32, flat bool) {
+func (m *Model) SetBase(base store.Rows, flat bool) {
 	sel := m.Selected()
 	m.base, m.flat = base, flat
 	m.rebuild()
@@ -95,69 +96,40 @@ func (m *Model) SetBase(base []int32, flat bool) {
 		}
 	}
 	if m.Follow {
-		m.cursor = len(m.rows) - 1
+		m.cursor = m.rows.Len() - 1
 	}
 	m.clamp()
 }
 
-// Grow appends rows to the base (new units of a live source). It costs
-// O(new rows).
-func (m *Model) Grow(base []int32) {
-	old := len(m.base)
-	if len(base) < old {
+// Grow extends the base (new units of a live source). It costs
+// O(expanded groups).
+func (m *Model) Grow(base store.Rows) {
+	if base.Len() < m.base.Len() {
 		m.SetBase(base, m.flat)
 		return
 	}
-	add := base[old:]
 	m.base = base
-	if len(m.rows) == old && !m.anyExpanded() {
-		m.rows = base
-	} else {
-		for _, ix := range add {
-			m.rows = append(m.rows, ix)
-			if !m.flat && m.expanded[ix] {
-				m.rows = append(m.rows, m.st.Kids(ix)...)
-			}
-		}
-	}
+	m.rebuild()
 	if m.Follow {
-		m.cursor = len(m.rows) - 1
+		m.cursor = m.rows.Len() - 1
 	}
 	m.clamp()
 }
 
 func (m *Model) anyExpanded() bool { return len(m.expanded) > 0 && !m.flat }
 
-func (m *Model) rebuild() {
-	if !m.anyExpanded() {
-		m.rows = m.base
-		return
-	}
-	rows := make([]int32, 0, len(m.base)+16)
-	for _, ix := range m.base {
-		rows = append(rows, ix)
-		if m.expanded[ix] {
-			rows = append(rows, m.st.Kids(ix)...)
-		}
-	}
-	m.rows = rows
-}
+func (m *Model) rebuild() { m.rows = newShown(m.base, m.st, m.expanded, m.flat) }
 
 func (m *Model) find(ix int32) int {
 	// The cursor's neighbourhood first: jumps are usually short.
 	for d := 0; d < 64; d++ {
 		for _, p := range [2]int{m.cursor + d, m.cursor - d} {
-			if p >= 0 && p < len(m.rows) && m.rows[p] == ix {
+			if p >= 0 && p < m.rows.Len() && m.rows.At(p) == ix {
 				return p
 			}
 		}
 	}
-	for p, r := range m.rows {
-		if r == ix {
-			return p
-		}
-	}
-	return -1
+	return m.rows.find(ix)
 }
 
 // Select moves the cursor to unit ix, expanding its container if it is
@@ -187,7 +159,7 @@ func (m *Model) SetCursor(p int) {
 }
 
 func (m *Model) clamp() {
-	n := len(m.rows)
+	n := m.rows.Len()
 	if m.cursor >= n {
 		m.cursor = n - 1
 	}
@@ -260,11 +232,12 @@ func (m *Model) ToggleAll() {
 			sel = p
 		}
 	} else {
-		for _, ix := range m.base {
+		m.base.Range(0, m.base.Len(), func(_ int, ix int32) bool {
 			if m.st.HasKids(ix) {
 				m.expanded[ix] = true
 			}
-		}
+			return true
+		})
 	}
 	m.rebuild()
 	m.Select(sel)
@@ -293,7 +266,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.Follow = false
 			m.SetCursor(0)
 		case key.Matches(msg, km.Bottom):
-			m.SetCursor(len(m.rows) - 1)
+			m.SetCursor(m.rows.Len() - 1)
 		case key.Matches(msg, km.Expand):
 			m.setOpen(true)
 		case key.Matches(msg, km.Collapse):
@@ -312,7 +285,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 	case tea.MouseClickMsg:
 		// Y is relative to the pane's inner area (the root translates it).
-		if row := m.offset + msg.Y - 1; msg.Y >= 1 && row < len(m.rows) {
+		if row := m.offset + msg.Y - 1; msg.Y >= 1 && row < m.rows.Len() {
 			if row == m.cursor && msg.Button == tea.MouseLeft {
 				m.Toggle()
 			} else {
@@ -379,10 +352,10 @@ func (m Model) View() string {
 	line = append(line, "Summary"...)
 	b.WriteString(m.sty.Header.Render(fit(string(line), m.w)))
 	first := m.st.First()
-	end := min(m.offset+m.page(), len(m.rows))
+	end := min(m.offset+m.page(), m.rows.Len())
 	for p := m.offset; p < end; p++ {
 		b.WriteByte('\n')
-		ix := m.rows[p]
+		ix := m.rows.At(p)
 		b.WriteString(m.row(ix, p == m.cursor, first.UnixNano()))
 	}
 	for p := end - m.offset; p < m.page(); p++ {
