@@ -214,19 +214,69 @@ func (a *RouteAnnotator) annotate(key chanKey, p *pendingPublish, headers amqp09
 		vhost = "/"
 	}
 	r, err := a.explain(vhost, p.exchange, p.routingKey, headers)
-	mandatory := p.mandatory
-	dissect := p.u.Dissect
 	// The tree is built when the unit's fields are asked for (a filter,
 	// the detail pane, JSON), not for every publish that only prints its
 	// summary.
-	p.u.Dissect = func(u *decode.Unit) []*decode.Field {
-		var fs []*decode.Field
-		if dissect != nil {
-			fs = dissect(u)
-		}
-		return append(fs[:len(fs):len(fs)], routeTree(r, err, mandatory))
-	}
+	p.u.Dissect = (&routed{dissect: p.u.Dissect, r: r, err: err, mandatory: p.mandatory}).fields
 	a.release()
+}
+
+// routed is a publish's route explanation, added to the fields its own
+// dissector gives.
+type routed struct {
+	dissect   func(*decode.Unit) []*decode.Field
+	r         state.Route
+	err       error
+	mandatory bool
+	tree      []*decode.Field // a thawed explanation: the tree itself
+}
+
+func (x *routed) fields(u *decode.Unit) []*decode.Field {
+	var fs []*decode.Field
+	if x.dissect != nil {
+		fs = x.dissect(u)
+	}
+	if x.tree != nil {
+		// A tree is changed by whoever reads it (filters unplace
+		// fields): each caller gets a copy.
+		b, _ := decode.AppendFields(nil, x.tree)
+		t, _, _ := decode.ReadFields(b)
+		return append(fs[:len(fs):len(fs)], t...)
+	}
+	return append(fs[:len(fs):len(fs)], routeTree(x.r, x.err, x.mandatory))
+}
+
+// A store may freeze an explained publish (decode.RegisterDissectState):
+// its own dissector, then the explanation's tree.
+func init() {
+	if decode.ReceiverLayout(func(p *routed) func(*decode.Unit) []*decode.Field { return p.fields }) {
+		decode.RegisterDissectState((&routed{}).fields, freezeRouted, thawRouted)
+	}
+}
+
+func freezeRouted(u *decode.Unit, b []byte) ([]byte, bool) {
+	x := decode.Receiver[routed](u.Dissect)
+	b, ok := decode.AppendDissect(b, u, x.dissect)
+	if !ok {
+		return b, false
+	}
+	tree := x.tree
+	if tree == nil {
+		tree = []*decode.Field{routeTree(x.r, x.err, x.mandatory)}
+	}
+	return decode.AppendFields(b, tree)
+}
+
+func thawRouted(u *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, error) {
+	dissect, rest, err := decode.ThawDissect(u, b)
+	if err != nil {
+		return nil, err
+	}
+	tree, _, err := decode.ReadFields(rest)
+	if err != nil {
+		return nil, err
+	}
+	return (&routed{dissect: dissect, tree: tree}).fields, nil
 }
 
 // explain is Explain, from the cache when the publish has no headers (a

@@ -151,14 +151,7 @@ func (a *RouteAnnotator) annotate10(u *decode.Unit, m *amqp10.CompletedMessage, 
 	}
 	headers := a.scratch10.routingHeaders(b, pm, annotations)
 	route, err := a.explain(vhost, r.exchange, r.key, headers)
-	dissect := u.Dissect
-	u.Dissect = func(u *decode.Unit) []*decode.Field {
-		var fs []*decode.Field
-		if dissect != nil {
-			fs = dissect(u)
-		}
-		return append(fs[:len(fs):len(fs)], routeTree(route, err, false))
-	}
+	u.Dissect = (&routed{dissect: u.Dissect, r: route, err: err}).fields
 }
 
 // properties10 is the string field i of message b's properties section.

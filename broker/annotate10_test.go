@@ -83,6 +83,7 @@ func TestRouteAnnotatorAMQP10(t *testing.T) {
 			transfers = append(transfers, u)
 		}
 	}
+	checkFrozen(t, sink.units)
 	for expr, want := range map[string]string{
 		"broker.route.queues == 1":        "[true false true true false]",
 		`broker.route.queue == "ann10-q"`: "[true false true true false]",

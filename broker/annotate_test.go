@@ -14,8 +14,36 @@ import (
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
 	"github.com/wiretap-dev/wiretap/decode/filter"
+	"github.com/wiretap-dev/wiretap/decode/output"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
+
+// checkFrozen: every unit of the tap, explained publishes among them,
+// freezes for the TUI's store (decode.Unit.AppendFrozen) and, rebuilt,
+// renders the same JSON, route fields included.
+func checkFrozen(t *testing.T, units []*decode.Unit) {
+	t.Helper()
+	opt := output.JSONOptions{Raw: true, TreeOnly: true}
+	for _, u := range units {
+		b, ok := u.AppendFrozen(nil)
+		if !ok {
+			t.Fatalf("unit %d (%s) does not freeze", u.N, u.Type)
+		}
+		v := &decode.Unit{N: u.N, Conn: u.Conn, Offset: u.Offset, Len: u.Len, Raw: append([]byte(nil), u.Raw...),
+			Type: u.Type, Summary: u.Summary, Channel: u.Channel, Dir: u.Dir, Proto: u.Proto, HasChannel: u.HasChannel, Secret: u.Secret}
+		v.SetUnixNano(u.UnixNano())
+		if err := v.Thaw(b); err != nil {
+			t.Fatalf("unit %d (%s): %v", u.N, u.Type, err)
+		}
+		want, got := string(output.AppendJSON(nil, u, opt)), string(output.AppendJSON(nil, v, opt))
+		if got != want {
+			t.Fatalf("unit %d (%s) rebuilt:\n%s\nwant\n%s", u.N, u.Type, got, want)
+		}
+		if v.Fields() == nil && u.Fields() != nil {
+			t.Fatalf("unit %d: no fields once rebuilt", u.N)
+		}
+	}
+}
 
 // TestRouteAnnotator: publishes in the broker's tap carry broker.route.*
 // fields, filterable, with headers taken from their content header, and
@@ -89,6 +117,7 @@ func TestRouteAnnotator(t *testing.T) {
 	if len(publishes) != 4 {
 		t.Fatalf("%d publishes in the tap, want 4", len(publishes))
 	}
+	checkFrozen(t, sink.units)
 	match := func(expr string) []bool {
 		f, err := filter.Compile(expr)
 		if err != nil {

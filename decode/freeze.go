@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"unsafe"
 )
 
 // Freezing. A store holding millions of units (the TUI's) keeps most of
@@ -31,7 +32,7 @@ var (
 // method value or closure, are frozen and thawed.
 type frozenDissect struct {
 	fn     func(*Unit) []*Field // a top-level function: thaw is fn itself
-	freeze func(u *Unit, b []byte) []byte
+	freeze func(u *Unit, b []byte) ([]byte, bool)
 	thaw   func(u *Unit, b []byte) (func(*Unit) []*Field, error)
 }
 
@@ -50,10 +51,11 @@ func RegisterDissect(fns ...func(*Unit) []*Field) {
 // RegisterDissectState registers a kind of dissect function that carries
 // state (a method value, such as every m.dissect of one type): sample is
 // any value of it (they share their code); freeze appends the state of
-// u.Dissect to b, and thaw rebuilds a dissect function from what freeze
-// wrote, for u, whose plain fields (Raw among them) are already restored.
-// For package initialisation, like RegisterDissect.
-func RegisterDissectState(sample func(*Unit) []*Field, freeze func(u *Unit, b []byte) []byte, thaw func(u *Unit, b []byte) (func(*Unit) []*Field, error)) {
+// u.Dissect to b, or reports false when this one cannot be written out,
+// and thaw rebuilds a dissect function from what freeze wrote, for u,
+// whose plain fields (Raw among them) are already restored. For package
+// initialisation, like RegisterDissect.
+func RegisterDissectState(sample func(*Unit) []*Field, freeze func(u *Unit, b []byte) ([]byte, bool), thaw func(u *Unit, b []byte) (func(*Unit) []*Field, error)) {
 	register(sample, frozenDissect{freeze: freeze, thaw: thaw})
 }
 
@@ -115,23 +117,18 @@ func (u *Unit) Frozen() bool {
 // function and notes. It returns b unchanged and false when u cannot be
 // frozen (see [Unit.Frozen]).
 func (u *Unit) AppendFrozen(b []byte) ([]byte, bool) {
-	var id uint32
-	if u.Dissect != nil {
-		if id = dissectIDs[reflect.ValueOf(u.Dissect).Pointer()]; id == 0 {
-			return b, false
-		}
+	mark := len(b)
+	b, ok := AppendDissect(b, u, u.Dissect)
+	if !ok {
+		return b[:mark], false
 	}
 	n := u.notes
 	var x FrozenExt
 	if n != nil && n.ext != nil {
 		var ok bool
 		if x, ok = n.ext.(FrozenExt); !ok || x.ExtKind() <= 0 || x.ExtKind() > len(extThaws) {
-			return b, false
+			return b[:mark], false
 		}
-	}
-	b = binary.AppendUvarint(b, uint64(id))
-	if id > 0 && dissects[id-1].freeze != nil {
-		b = appendSized(b, func(b []byte) []byte { return dissects[id-1].freeze(u, b) })
 	}
 	if n == nil {
 		return append(b, 0), true
@@ -178,6 +175,70 @@ func (u *Unit) AppendFrozen(b []byte) ([]byte, bool) {
 	return b, true
 }
 
+// AppendDissect appends to b the frozen form of dissect function fn of
+// unit u (nil included), for a stateful dissect function that wraps
+// another and freezes it with its own state. It reports false when fn
+// cannot be frozen.
+func AppendDissect(b []byte, u *Unit, fn func(*Unit) []*Field) ([]byte, bool) {
+	var id uint32
+	if fn != nil {
+		if id = dissectIDs[reflect.ValueOf(fn).Pointer()]; id == 0 {
+			return b, false
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(id))
+	if id > 0 && dissects[id-1].freeze != nil {
+		ok := true
+		b = appendSized(b, func(b []byte) []byte {
+			b, ok = dissects[id-1].freeze(u, b)
+			return b
+		})
+		return b, ok
+	}
+	return b, true
+}
+
+// ThawDissect reads what AppendDissect wrote at the start of b and returns
+// the dissect function and the rest of b.
+func ThawDissect(u *Unit, b []byte) (func(*Unit) []*Field, []byte, error) {
+	id, k := binary.Uvarint(b)
+	if k <= 0 || id > uint64(len(dissects)) {
+		return nil, b, errFrozen
+	}
+	b = b[k:]
+	if id == 0 {
+		return nil, b, nil
+	}
+	d := dissects[id-1]
+	if d.thaw == nil {
+		return d.fn, b, nil
+	}
+	state, rest, ok := readSized(b)
+	if !ok {
+		return nil, b, errFrozen
+	}
+	fn, err := d.thaw(u, state)
+	return fn, rest, err
+}
+
+// Receiver returns the receiver of f, a method value of *T: the gc
+// toolchain represents one as a pointer to {code pointer, receiver}.
+// Check the layout with [ReceiverLayout] before relying on it.
+func Receiver[T any](f func(*Unit) []*Field) *T {
+	type closure struct {
+		code uintptr
+		recv *T
+	}
+	return (*(**closure)(unsafe.Pointer(&f))).recv
+}
+
+// ReceiverLayout reports whether Receiver reads method values of *T
+// right: method(p) must be p's method value for any p.
+func ReceiverLayout[T any](method func(p *T) func(*Unit) []*Field) bool {
+	a, b := new(T), new(T)
+	return Receiver[T](method(a)) == a && Receiver[T](method(b)) == b
+}
+
 // appendSized appends what fn appends, preceded by its length in four
 // bytes.
 func appendSized(b []byte, fn func([]byte) []byte) []byte {
@@ -205,29 +266,11 @@ var errFrozen = errors.New("decode: frozen unit: malformed")
 // Thaw restores into u, whose plain fields are already set, the dissect
 // function and notes that AppendFrozen wrote into b.
 func (u *Unit) Thaw(b []byte) error {
-	id, k := binary.Uvarint(b)
-	if k <= 0 || id > uint64(len(dissects)) {
-		return errFrozen
+	fn, b, err := ThawDissect(u, b)
+	if err != nil {
+		return err
 	}
-	b = b[k:]
-	u.Dissect = nil
-	if id > 0 {
-		d := dissects[id-1]
-		if d.thaw == nil {
-			u.Dissect = d.fn
-		} else {
-			state, rest, ok := readSized(b)
-			if !ok {
-				return errFrozen
-			}
-			b = rest
-			fn, err := d.thaw(u, state)
-			if err != nil {
-				return err
-			}
-			u.Dissect = fn
-		}
-	}
+	u.Dissect = fn
 	if len(b) == 0 {
 		return errFrozen
 	}

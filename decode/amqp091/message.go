@@ -30,7 +30,7 @@ type message struct {
 // that keeps the unit on disk (decode.RegisterDissectState): a flags byte
 // (cut, body in the unit), the body size, then the method, the header and
 // (unless in the unit) the body, each with its length.
-func freezeMessage(u *decode.Unit, b []byte) []byte {
+func freezeMessage(u *decode.Unit, b []byte) ([]byte, bool) {
 	m := messageOf(u.Dissect)
 	var flags byte
 	if m.cut {
@@ -46,7 +46,7 @@ func freezeMessage(u *decode.Unit, b []byte) []byte {
 	if !m.bodyInUnit {
 		b = appendBytes(b, m.body)
 	}
-	return b
+	return b, true
 }
 
 // thawMessage rebuilds what freezeMessage wrote.
