@@ -234,6 +234,7 @@ func FuzzAMQP10Connection(f *testing.F) {
 		f.Fatal(err)
 	}
 	b.silentDelay = 0
+	f.Cleanup(func() { b.Close(); checkLedger(f, b) })
 	v := b.vhost("/")
 	v.declareQueue(&conn{admin: true, vh: v, b: b}, &amqp091.QueueDeclare{Queue: []byte("fz")})
 	f.Fuzz(func(t *testing.T, data []byte) {

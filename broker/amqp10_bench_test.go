@@ -83,6 +83,11 @@ func bench10Link(tb testing.TB) (*session10, *conn) {
 	s := &session10{cn: cn, links: map[uint32]*link10{}, nextOutgoingID: 1, windowEdge: 1 << 31}
 	s.ch = &channel{c: c, consumers: map[string]*consumer{}}
 	s.links[0] = &link10{s: s, publishing: true, key: "bench", credit: 1 << 30}
+	tb.Cleanup(func() {
+		s.release()
+		b.Close()
+		checkLedger(tb, b)
+	})
 	return s, c
 }
 

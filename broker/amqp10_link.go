@@ -594,6 +594,7 @@ func (l *link10) hasCredit() bool {
 // and annotations, then the bare message and footer exactly as they
 // arrived, split into frames of the peer's max-frame-size.
 func (l *link10) deliver(cons *consumer, q *queueState, e queue.Entry) {
+	e.Msg.Held()
 	if e.Msg.Format == queue.FormatAMQP10 && l.s.cn.c.b.cfg.VerifyChecksums {
 		l.checkDelivery(e.Msg, q)
 	}
@@ -766,13 +767,14 @@ func (l *link10) publish(b []byte) []byte {
 		return outcomeRejected(err10(condDecodeError, "message: "+err.Error()))
 	}
 	pm := &l.s.cn.msg
-	msg := &queue.Message{Format: queue.FormatAMQP10, Exchange: l.exchange, RoutingKey: l.key, Expiration: -1}
+	exchange, key := l.exchange, l.key
 	if l.anonymous {
-		if e := l.addressTo(b, msg); e != nil {
+		var e *error10
+		if exchange, key, e = l.addressTo(b); e != nil {
 			return outcomeRejected(e)
 		}
 	} else if l.useSubject {
-		msg.RoutingKey = l.property(b, propertiesSubject)
+		key = l.property(b, propertiesSubject)
 	}
 	// The header is kept as it came, and the message-annotations with
 	// x-exchange and x-routing-key set as RabbitMQ 4 sets them; the
@@ -791,12 +793,19 @@ func (l *link10) publish(b []byte) []byte {
 		}
 	}
 	if c.b.cfg.VerifyChecksums {
-		l.checkArrival(b, pm, msg.Exchange)
+		l.checkArrival(b, pm, exchange)
 	}
 	footer := l.checksumFooter(b, pm)
-	size := len(b) - pm.BareStart + len(footer) + annotationsOverhead + len(msg.Exchange) + len(msg.RoutingKey)
+	size := len(b) - pm.BareStart + len(footer) + annotationsOverhead + len(exchange) + len(key)
 	if header != nil {
 		size += header.Value.Len()
+	}
+	if annotations != nil {
+		size += annotations.Value.Len()
+	}
+	msg := queue.AllocMessage(size)
+	msg.Format, msg.Exchange, msg.RoutingKey = queue.FormatAMQP10, exchange, key
+	if header != nil {
 		h := &l.s.cn.header
 		if h.Set(b, header.Value) == nil {
 			msg.Persistent, _ = h.Bool(b, headerDurable)
@@ -808,10 +817,7 @@ func (l *link10) publish(b []byte) []byte {
 			}
 		}
 	}
-	if annotations != nil {
-		size += annotations.Value.Len()
-	}
-	buf := make([]byte, 0, size)
+	buf := msg.Buffer()
 	if header != nil {
 		buf = append(buf, b[header.Value.Start:header.Value.End]...)
 	}
@@ -820,6 +826,10 @@ func (l *link10) publish(b []byte) []byte {
 	msg.Body = append(append(buf[len(buf):], b[pm.BareStart:]...), footer...)
 	msg.PublishedAt = latency.Now()
 	c.b.stats.published.Add(1)
+	// This path's reference, until the message is routed: the queues
+	// take their own.
+	c.b.mem.hold(msg)
+	defer c.b.mem.release(msg)
 	sc := &l.s.cn.scratch
 	keys, err := route.RoutingKeys(unsafeBytes(msg.RoutingKey), nil, sc.keys[:0])
 	sc.keys = keys
@@ -864,15 +874,15 @@ const (
 	propertiesSubject = 3
 )
 
-// addressTo sets the exchange and routing key of a message sent to the
+// addressTo returns the exchange and routing key of a message sent to the
 // anonymous terminus from its properties.to, checked as an attach to that
 // address would be.
-func (l *link10) addressTo(b []byte, msg *queue.Message) *error10 {
+func (l *link10) addressTo(b []byte) (exchange, key string, _ *error10) {
 	c := l.s.cn.c
 	to := l.property(b, propertiesTo)
 	x, key, isQueue, ok := parseAddress(to)
 	if !ok {
-		return err10(condInvalidField, "properties.to '"+to+"' is not in RabbitMQ's address format v2")
+		return "", "", err10(condInvalidField, "properties.to '"+to+"' is not in RabbitMQ's address format v2")
 	}
 	if !isQueue {
 		v := c.vh
@@ -880,20 +890,19 @@ func (l *link10) addressTo(b []byte, msg *queue.Message) *error10 {
 		ex, found := v.exchanges[x]
 		v.mu.RUnlock()
 		if !found {
-			return err10(condNotFound, "no "+rsExchange(x, v.name))
+			return "", "", err10(condNotFound, "no "+rsExchange(x, v.name))
 		}
 		if ex.internal || x == "amq.default" {
-			return err10(condUnauthorized, "cannot publish to "+rsExchange(x, v.name))
+			return "", "", err10(condUnauthorized, "cannot publish to "+rsExchange(x, v.name))
 		}
 		if key == "" {
 			key = l.property(b, propertiesSubject)
 		}
 	}
 	if e := c.check(permWrite, "exchange", x); e != nil {
-		return amqpErrorTo10(e)
+		return "", "", amqpErrorTo10(e)
 	}
-	msg.Exchange, msg.RoutingKey = x, key
-	return nil
+	return x, key, nil
 }
 
 // property returns a string field of the message's properties section

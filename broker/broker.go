@@ -333,10 +333,35 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close stops the tap after the connections are gone: call it once every
-// Serve has returned.
+// Close stops the tap after the connections are gone, and lets go of the
+// messages still in queues (the queues stay, empty, for an export of
+// definitions): call it once every Serve has returned.
 func (b *Broker) Close() {
 	if b.tap != nil {
 		b.tap.Shutdown()
 	}
+	b.mu.Lock()
+	vhosts := make([]*vhost, 0, len(b.vhosts))
+	for _, v := range b.vhosts {
+		vhosts = append(vhosts, v)
+	}
+	b.mu.Unlock()
+	for _, v := range vhosts {
+		v.mu.RLock()
+		qs := make([]*queueState, 0, len(v.queues))
+		for _, q := range v.queues {
+			qs = append(qs, q)
+		}
+		v.mu.RUnlock()
+		for _, q := range qs {
+			q.mu.Lock()
+			q.dropAll()
+			q.mu.Unlock()
+		}
+	}
 }
+
+// MessagesHeld returns how many messages the broker holds references to
+// (in queues, unacknowledged, in open transactions): 0 after Close when
+// every reference taken was released.
+func (b *Broker) MessagesHeld() int64 { return b.mem.messages.Load() }

@@ -49,6 +49,7 @@ func startBroker(t testing.TB, cfg Config) (*Broker, string) {
 		cancel()
 		<-done
 		b.Close()
+		checkLedger(t, b)
 	})
 	return b, "amqp://guest:guest@" + ln.Addr().String() + "/"
 }

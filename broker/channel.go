@@ -66,6 +66,9 @@ type publishing struct {
 	header     []byte
 	body       []byte
 	bodySize   uint64
+	// msg is the pooled record header and body are stored in, not yet
+	// held by anyone: complete takes it, dropContent frees it.
+	msg *queue.Message
 	// other is a content method other than basic.publish (a client
 	// sending basic.deliver, say): assembled, then refused.
 	other             bool
@@ -82,6 +85,9 @@ type publishing struct {
 func (ch *channel) dropContent() {
 	if n := ch.pub.counted; n != 0 {
 		ch.c.b.mem.shrink(n)
+	}
+	if ch.pub.msg != nil {
+		ch.pub.msg.Free()
 	}
 	ch.pub = publishing{}
 }
@@ -194,6 +200,7 @@ func appendDeliver(dst []byte, channel uint16, ctag []byte, tag uint64, redelive
 // appendContent writes a message's content header (the publisher's bytes)
 // and body frames.
 func appendContent(dst []byte, channel uint16, m *queue.Message, frameMax uint32) []byte {
+	m.Held()
 	if m.Format != queue.FormatAMQP091 {
 		return appendContent10(dst, channel, m, frameMax)
 	}
@@ -949,9 +956,7 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 	if e2.Redelivered {
 		q.redelivered++
 	}
-	if m.NoAck {
-		c.b.mem.release(e2.Msg)
-	} else {
+	if !m.NoAck {
 		q.unacked++
 	}
 	left := q.store.Len()
@@ -971,6 +976,9 @@ func (ch *channel) get(m *amqp091.BasicGet) *amqpError {
 			RoutingKey: []byte(msg.RoutingKey), MessageCount: uint32(left)})
 		return appendContent(out, ch.id, msg, c.frameMax)
 	})
+	if m.NoAck {
+		c.b.mem.release(msg) // its frames are encoded
+	}
 	q.unlock()
 	return nil
 }

@@ -17,11 +17,14 @@ import (
 // capability, and their reads stop (TCP backpressure) until consumers
 // drain the queues below the watermark.
 type memory struct {
-	used    atomic.Int64
-	limit   atomic.Int64 // 0: the alarm is on whatever is held
-	mu      sync.Mutex
-	cond    *sync.Cond
-	blocked atomic.Bool
+	used  atomic.Int64
+	limit atomic.Int64 // 0: the alarm is on whatever is held
+	// messages counts the messages held: 0 once every queue, delivery
+	// and transaction let go (the tests' ledger).
+	messages atomic.Int64
+	mu       sync.Mutex
+	cond     *sync.Cond
+	blocked  atomic.Bool
 }
 
 // memoryFraction is RabbitMQ's default vm_memory_high_watermark.
@@ -59,21 +62,38 @@ func (m *memory) setLimit(limit int64) {
 // way to stop publishing globally, until the watermark is set again.
 func (b *Broker) SetMemoryHighWatermark(limit int64) { b.mem.setLimit(limit) }
 
-func messageBytes(msg *queue.Message) int64 { return int64(len(msg.Body) + len(msg.Header)) }
+// messageBytes is what a message counts against the watermark: its header
+// and body, but a dead-lettered copy's body, which is its original's (held
+// by the copy, so counted by it).
+func messageBytes(msg *queue.Message) int64 {
+	if msg.Parent() != nil {
+		return int64(len(msg.Header))
+	}
+	return int64(len(msg.Body) + len(msg.Header))
+}
 
-// hold counts one more holder of a message (a queue entry, an open
-// transaction): its bytes count once, however many queues hold it.
+// hold takes a reference to a message: the publishing path's while it
+// routes, a queue entry's or unacknowledged delivery's, an open
+// transaction's, a dead letter's on its way, a dead-lettered copy's to its
+// original. Its bytes count once, however many hold it.
 func (m *memory) hold(msg *queue.Message) {
-	if msg.Holders.Add(1) == 1 {
+	if msg.Hold() {
+		m.messages.Add(1)
 		m.grow(messageBytes(msg))
 	}
 }
 
-// release counts a holder letting a message go (delivered without ack,
-// acknowledged, dropped, rolled back); the last one frees its bytes.
+// release lets a reference go (acknowledged, delivered without ack and
+// its frames encoded, dropped, expired, dead-lettered, rolled back,
+// routed); the last one frees its bytes and gives the message back to its
+// pool, and a dead-lettered copy's reference to its original with it.
 func (m *memory) release(msg *queue.Message) {
-	if msg.Holders.Add(-1) == 0 {
+	for msg != nil && msg.Release() {
+		m.messages.Add(-1)
 		m.shrink(messageBytes(msg))
+		parent := msg.Parent()
+		msg.Free()
+		msg = parent
 	}
 }
 

@@ -52,12 +52,13 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 			ch.pub = publishing{}
 			return e
 		}
-		// Header and body share one allocation: they live and die
-		// together with the message. The body-size is the client's word,
-		// so at most bodyPrealloc is reserved before the bytes arrive
-		// (2047 channels each announcing 128 MiB must not cost that).
-		buf := make([]byte, len(f.Payload), len(f.Payload)+int(min(h.BodySize, bodyPrealloc)))
-		copy(buf, f.Payload)
+		// Header and body share the message's pooled buffer: they live
+		// and die together with the message. The body-size is the
+		// client's word, so at most bodyPrealloc is reserved before the
+		// bytes arrive (2047 channels each announcing 128 MiB must not
+		// cost that).
+		p.msg = queue.AllocMessage(len(f.Payload) + int(min(h.BodySize, bodyPrealloc)))
+		buf := append(p.msg.Buffer(), f.Payload...)
 		p.header = buf[:len(f.Payload):len(f.Payload)]
 		p.bodySize = h.BodySize
 		p.body = buf[len(f.Payload):len(f.Payload)]
@@ -87,30 +88,61 @@ func (ch *channel) content(f amqp091.Frame) *amqpError {
 // its order.
 func (ch *channel) complete() *amqpError {
 	p := ch.pub
-	ch.dropContent() // the queues that take it count it again
+	msg := p.msg
+	p.msg, ch.pub.msg = nil, nil
+	ch.dropContent() // the message's reference counts it again
+	routeHeaders, e := ch.checkPublished(p, msg)
+	if e != nil {
+		msg.Free()
+		return e
+	}
+	// The publishing path's reference, until the message is routed:
+	// the queues and a transaction take their own. The message's bytes
+	// are final now, and count from here.
+	c := ch.c
+	c.b.mem.hold(msg)
+	defer c.b.mem.release(msg)
+	if ch.tx {
+		// Checked now, routed at commit.
+		if _, ok, internal := c.vh.route(p.exchange, nil, nil, &ch.scratch); !ok && p.exchange != "" {
+			return ids2(errNoExchange(p.exchange, c.vh.name))
+		} else if internal {
+			return ids2(errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name)))
+		}
+		c.b.mem.hold(msg)           // until commit or rollback
+		p.header, p.body = nil, nil // the message's
+		ch.txPubs = append(ch.txPubs, txPublish{p: p, msg: msg})
+		return nil
+	}
+	return ids2(ch.deliverPublished(p, msg, routeHeaders))
+}
+
+// checkPublished makes msg the message published, with RabbitMQ's checks
+// in its order, and returns the headers it is routed on.
+func (ch *channel) checkPublished(p publishing, msg *queue.Message) (amqp091.Table, *amqpError) {
 	c := ch.c
 	if p.other {
-		return &amqpError{code: 503, text: "COMMAND_INVALID - unimplemented method", classID: p.classID, methodID: p.methodID}
+		return nil, &amqpError{code: 503, text: "COMMAND_INVALID - unimplemented method", classID: p.classID, methodID: p.methodID}
 	}
 	ids := func(e *amqpError) *amqpError { e.classID, e.methodID = 60, 40; return e }
 	if p.immediate {
-		return ids(errorf(540, "immediate=true"))
+		return nil, ids(errorf(540, "immediate=true"))
 	}
 	if err := c.checkPublish(p.exchange); err != nil {
-		return ids(err)
+		return nil, ids(err)
 	}
 	var h amqp091.ContentHeader
 	h.DecodeFromBytes(p.header) // checked when the header arrived
 	props := &h.Properties
 	if props.Flags&amqp091.FlagUserID != 0 && string(props.UserID) != c.user {
-		return ids(errorf(406, "user_id property set to '"+string(props.UserID)+"' but authenticated user was '"+c.user+"'"))
+		return nil, ids(errorf(406, "user_id property set to '"+string(props.UserID)+"' but authenticated user was '"+c.user+"'"))
 	}
-	msg := &queue.Message{Exchange: p.exchange, RoutingKey: p.routingKey, Header: p.header, Body: p.body, PublishedAt: latency.Now()}
+	msg.Exchange, msg.RoutingKey, msg.Header, msg.Body, msg.PublishedAt = p.exchange, p.routingKey, p.header, p.body, latency.Now()
 	if err := msg.SetProperties(props); err != nil {
 		if pe, ok := err.(*queue.PublishError); ok {
-			return ids(&amqpError{code: 406, text: pe.ReplyText()})
+			return nil, ids(&amqpError{code: 406, text: pe.ReplyText()})
 		}
-		return ids(errorf(502, "content header: "+err.Error()))
+		return nil, ids(errorf(502, "content header: "+err.Error()))
 	}
 	routeHeaders := props.Headers
 	if _, bcc := props.Headers.Get("BCC"); bcc {
@@ -131,23 +163,12 @@ func (ch *channel) complete() *amqpError {
 		token := ch.replyToken
 		ch.mu.Unlock()
 		if token == "" {
-			return ids(errorf(406, "fast reply consumer does not exist"))
+			return nil, ids(errorf(406, "fast reply consumer does not exist"))
 		}
 		props.ReplyTo = []byte(replyToQueue + "." + token)
 		msg.Header = h.AppendTo(nil)
 	}
-	if ch.tx {
-		// Checked now, routed at commit.
-		if _, ok, internal := c.vh.route(p.exchange, nil, nil, &ch.scratch); !ok && p.exchange != "" {
-			return ids(errNoExchange(p.exchange, c.vh.name))
-		} else if internal {
-			return ids(errorf(403, "cannot publish to internal "+rsExchange(p.exchange, c.vh.name)))
-		}
-		c.b.mem.hold(msg) // until commit or rollback
-		ch.txPubs = append(ch.txPubs, txPublish{p: p, msg: msg})
-		return nil
-	}
-	return ids2(ch.deliverPublished(p, msg, routeHeaders))
+	return routeHeaders, nil
 }
 
 func ids2(e *amqpError) *amqpError {

@@ -86,10 +86,14 @@ func (q *queueState) unlock() {
 	}
 }
 
+// collect takes entries that left the store for reason: their references
+// go to the dead letters, or are released when there is no dead-letter
+// exchange.
 func (q *queueState) collect(entries []queue.Entry, reason queue.Reason) {
 	for _, e := range entries {
 		if q.qa.HasDeadLetterExchange {
 			q.dead = append(q.dead, deadLetter{e: e, reason: reason})
+			continue
 		}
 		q.vh.b.mem.release(e.Msg)
 	}
@@ -97,53 +101,69 @@ func (q *queueState) collect(entries []queue.Entry, reason queue.Reason) {
 
 // deadLetter republishes messages to the queue's dead-letter exchange,
 // with x-death as RabbitMQ writes it.
+// Each dead letter holds a reference to its message, released here.
 func (q *queueState) deadLetter(dead []deadLetter) {
-	if !q.qa.HasDeadLetterExchange {
-		return
-	}
-	dlx := q.qa.DeadLetterExchange
 	var s routeScratch
 	now := time.Now()
 	for _, d := range dead {
-		m := d.e.Msg
-		rk := m.RoutingKey
-		if q.qa.HasDeadLetterRoutingKey {
-			rk = q.qa.DeadLetterRoutingKey
+		if q.qa.HasDeadLetterExchange {
+			q.deadLetterOne(d, now, &s)
 		}
-		// Dead-lettering is a new publish, to the dead-letter exchange.
-		var nm *queue.Message
-		var hs amqp091.Table
-		if m.Format == queue.FormatAMQP10 {
-			// The death goes into the message-annotations; the bare
-			// message is shared as it is.
-			nm = &queue.Message{Format: queue.FormatAMQP10, Exchange: dlx, RoutingKey: rk, Body: m.Body, Expiration: -1,
-				Priority: m.Priority, Persistent: m.Persistent, PublishedAt: latency.Now(),
-				Header: deadLetterHeader10(m, d.reason, q.name, now, dlx, rk)}
-		} else {
-			hdr, err := queue.DeadLetterHeader(nil, m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
-			if err != nil {
-				continue
-			}
-			nm = &queue.Message{Exchange: dlx, RoutingKey: rk, Header: hdr, Body: m.Body, Expiration: -1, Priority: m.Priority, PublishedAt: latency.Now()}
-			hs = headersOf(hdr)
-		}
-		keys, err := route.RoutingKeys([]byte(rk), hs, nil)
+		q.vh.b.mem.release(d.e.Msg)
+	}
+}
+
+func (q *queueState) deadLetterOne(d deadLetter, now time.Time, s *routeScratch) {
+	dlx := q.qa.DeadLetterExchange
+	m := d.e.Msg
+	m.Held()
+	rk := m.RoutingKey
+	if q.qa.HasDeadLetterRoutingKey {
+		rk = q.qa.DeadLetterRoutingKey
+	}
+	// Dead-lettering is a new publish, to the dead-letter exchange. The
+	// copy shares its original's body, and holds the original for it.
+	var nm *queue.Message
+	var hs amqp091.Table
+	if m.Format == queue.FormatAMQP10 {
+		// The death goes into the message-annotations; the bare message
+		// is shared as it is.
+		nm = queue.AllocMessage(0)
+		nm.Format, nm.Priority, nm.Persistent = queue.FormatAMQP10, m.Priority, m.Persistent
+		nm.Header = deadLetterHeader10(m, d.reason, q.name, now, dlx, rk)
+	} else {
+		// The new x-death entry and the first-death headers are the
+		// most the header grows by, in most cases.
+		nm = queue.AllocMessage(len(m.Header) + 256 + 2*len(q.name) + 2*len(m.Exchange) + len(m.RoutingKey))
+		hdr, err := queue.DeadLetterHeader(nm.Buffer(), m, d.reason, q.name, now, q.qa.HasDeadLetterRoutingKey)
 		if err != nil {
+			nm.Free()
+			return
+		}
+		nm.Header, nm.Priority = hdr, m.Priority
+		hs = headersOf(hdr)
+	}
+	nm.Exchange, nm.RoutingKey, nm.Body, nm.PublishedAt = dlx, rk, m.Body, latency.Now()
+	q.vh.b.mem.hold(m) // the copy's reference to its original
+	nm.SetParent(m)
+	q.vh.b.mem.hold(nm) // this path's, until routed
+	defer q.vh.b.mem.release(nm)
+	keys, err := route.RoutingKeys([]byte(rk), hs, nil)
+	if err != nil {
+		return
+	}
+	qs, ok, _ := q.vh.route(dlx, keys, hs, s)
+	if !ok {
+		return
+	}
+	nm.Via = s.via
+	for _, t := range qs {
+		if t == q && d.reason != queue.Rejected {
+			// RabbitMQ drops a message dead-lettered back into its own
+			// queue by expiry or length in a cycle.
 			continue
 		}
-		qs, ok, _ := q.vh.route(dlx, keys, hs, &s)
-		if !ok {
-			continue
-		}
-		nm.Via = s.via
-		for _, t := range qs {
-			if t == q && d.reason != queue.Rejected {
-				// RabbitMQ drops a message dead-lettered back into its
-				// own queue by expiry or length in a cycle.
-				continue
-			}
-			t.enqueue(nm, nil)
-		}
+		t.enqueue(nm, nil)
 	}
 }
 
@@ -170,10 +190,14 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 	}
 	now := q.now()
 	accepted, dropped := q.store.Push(m, now, q.scratch[:0])
+	if accepted {
+		// The entry's reference, taken before drop-head lets go of what
+		// it dropped: m itself may be among it (x-max-length 0).
+		q.vh.b.mem.hold(m)
+	}
 	q.collect(dropped, queue.MaxLen)
 	q.scratch = dropped[:0]
 	if accepted {
-		q.vh.b.mem.hold(m)
 		q.published++
 		if ch != nil {
 			q.waker = ch.c
@@ -185,6 +209,7 @@ func (q *queueState) enqueue(m *queue.Message, ch *channel) bool {
 		}
 		q.armTTL()
 	} else if q.cfg.Overflow == queue.RejectPublishDLX && q.qa.HasDeadLetterExchange {
+		q.vh.b.mem.hold(m) // the dead letter's
 		q.dead = append(q.dead, deadLetter{e: queue.Entry{Msg: m}, reason: queue.MaxLen})
 	}
 	q.unlock()
@@ -250,15 +275,16 @@ func (q *queueState) dispatchReady() {
 		if e.Redelivered {
 			q.redelivered++
 		}
-		if cons.noAck {
-			q.vh.b.mem.release(e.Msg)
-		} else {
-			q.unacked++
+		if !cons.noAck {
+			q.unacked++ // the delivery holds the entry's reference
 		}
 		if cons.link != nil {
 			cons.link.deliver(cons, q, e)
 		} else {
 			cons.ch.deliver(cons, q, e)
+		}
+		if cons.noAck {
+			q.vh.b.mem.release(e.Msg) // its frames are encoded
 		}
 	}
 }
@@ -530,24 +556,41 @@ func (v *vhost) deleteQueueNow(q *queueState) int {
 	if q.expiryTimer != nil {
 		q.expiryTimer.Stop()
 	}
-	exp := q.store.Expire(1<<62, q.scratch[:0]) // whatever is left counts no more
-	for _, e := range exp {
-		v.b.mem.release(e.Msg)
-	}
-	for q.store.Len() > 0 {
-		e, ok, _ := q.store.Pop(1<<62-1, nil)
-		if !ok {
-			break
-		}
-		v.b.mem.release(e.Msg)
-	}
+	n += q.dropAll()
 	cons := q.consumers
 	q.consumers = nil
 	q.mu.Unlock()
 	for _, c := range cons {
 		c.ch.serverCancel(c)
 	}
-	return n + len(exp)
+	return n
+}
+
+// dropAll releases every ready message, dead-lettering none (a queue
+// deleted, the broker closed), and returns how many expired ones were
+// left in the store besides those Len counted (mu held).
+func (q *queueState) dropAll() int {
+	exp := q.store.Expire(1<<62, q.scratch[:0]) // whatever is left counts no more
+	expired := len(exp)
+	for _, e := range exp {
+		q.vh.b.mem.release(e.Msg)
+	}
+	for q.store.Len() > 0 {
+		// Entries behind the head can expire as it goes: they are
+		// released too.
+		e, ok, more := q.store.Pop(1<<62-1, exp[:0])
+		exp = more
+		for _, x := range more {
+			q.vh.b.mem.release(x.Msg)
+		}
+		if !ok {
+			break
+		}
+		q.vh.b.mem.release(e.Msg)
+	}
+	clear(exp)
+	q.scratch = exp[:0]
+	return expired
 }
 
 // purgeQueue implements queue.purge.

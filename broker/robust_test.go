@@ -295,6 +295,7 @@ func FuzzConnection(f *testing.F) {
 		f.Fatal(err)
 	}
 	b.silentDelay = 0
+	f.Cleanup(func() { b.Close(); checkLedger(f, b) })
 	f.Fuzz(func(t *testing.T, in []byte) {
 		client, server := net.Pipe()
 		done := make(chan struct{})

@@ -10,7 +10,8 @@ import (
 )
 
 // Message is one published message, shared (immutable) by every queue it
-// was routed to.
+// was routed to. The broker's come from [AllocMessage] and are reference
+// counted ([Message.Hold], [Message.Release]).
 type Message struct {
 	Exchange   string
 	RoutingKey string
@@ -37,16 +38,22 @@ type Message struct {
 	Expiration int64
 	Priority   uint8
 	Persistent bool
-	// Holders counts the queue entries and open transactions holding
-	// the message, so a message routed to many queues is counted once
-	// against the broker's memory watermark. Only the broker uses it.
-	Holders atomic.Int32
 	// PublishedAt is when the broker had the whole message, on
 	// latency.Now's clock; Via is the latency of the exchange it was
 	// published to (nil for none). The broker's latency histograms read
 	// them.
 	PublishedAt int64
 	Via         *latency.Pair
+
+	// refs counts the references the broker holds (see pool.go): the
+	// message goes back to its pool at the last release, and counts
+	// once against the memory watermark while held, however many queues
+	// hold it.
+	refs    atomic.Int32
+	class   int8 // size class + 1 of buf; 0 not pooled, unpooled a record only
+	counted bool // allocated while poisoning was on: in LiveMessages
+	buf     []byte
+	parent  *Message
 }
 
 // Message formats (Message.Format).

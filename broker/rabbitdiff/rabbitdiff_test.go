@@ -158,6 +158,10 @@ func wiretapBroker(t *testing.T) (*broker.Broker, string) {
 			if err != nil {
 				t.Errorf("broker.Serve: %v", err)
 			}
+			b.Close()
+			if n := b.MessagesHeld(); n != 0 {
+				t.Errorf("broker: %d messages still held after close", n)
+			}
 		case <-time.After(DefaultStepTimeout):
 			t.Errorf("broker.Serve did not return within %v of its context ending", DefaultStepTimeout)
 		}
