@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -116,5 +117,46 @@ func TestPoisoning(t *testing.T) {
 		h := AllocMessage(10)
 		h.Hold()
 		h.Free()
+	})
+}
+
+// BenchmarkPoolRoundTrip measures a message's allocation from its class,
+// one hold and its last release, and the buffer's return to the pool;
+// "parallel" allocates on some goroutines what others free, as a
+// publisher's connection and a consumer's do.
+func BenchmarkPoolRoundTrip(b *testing.B) {
+	was := SetPoisoning(false)
+	defer SetPoisoning(was)
+	for _, size := range []int{40, 4116} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m := AllocMessage(size)
+				m.Hold()
+				if m.Release() {
+					m.Free()
+				}
+			}
+		})
+	}
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		ms := make(chan *Message, 1024)
+		done := make(chan struct{})
+		go func() {
+			for m := range ms {
+				if m.Release() {
+					m.Free()
+				}
+			}
+			close(done)
+		}()
+		for b.Loop() {
+			m := AllocMessage(40)
+			m.Hold()
+			ms <- m
+		}
+		close(ms)
+		<-done
 	})
 }
