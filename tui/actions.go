@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -224,7 +225,7 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 		}
 		write := m.opt.ExportPcapng
 		m.setStatus("saving "+c.Arg+"…", false)
-		return exportCmd(c.Arg, c.Name == "save!", m.selectionNote(), ":save!", m.exportUnits(true), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+		return exportCmd(c.Arg, c.Name == "save!", m.selectionNote(), ":save!", m.exportUnits(true), func(f *os.File, us iter.Seq[*decode.Unit]) error { return write(f, us) })
 	case "definitions":
 		if m.opt.ExportDefinitions == nil {
 			m.setStatus("definitions: this source is not the broker", true)
@@ -248,7 +249,7 @@ func (m *Model) exec(c cmdline.ExecMsg) tea.Cmd {
 			write = writeJSON
 		}
 		m.setStatus("exporting "+c.Arg+"…", false)
-		return exportCmd(c.Arg, c.Name == "export!", "", ":export!", m.exportUnits(false), func(f *os.File, us []*decode.Unit) error { return write(f, us) })
+		return exportCmd(c.Arg, c.Name == "export!", "", ":export!", m.exportUnits(false), func(f *os.File, us iter.Seq[*decode.Unit]) error { return write(f, us) })
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"iter"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -344,49 +346,72 @@ func (m *Model) findDone(msg findDoneMsg) {
 
 // exportUnits returns what an export writes: the filter's result, else
 // the chosen connection, else everything. For pcapng, units nested in a
-// container are replaced by the container, whose bytes carry them.
-func (m *Model) exportUnits(containers bool) func() []*decode.Unit {
-	var ixs []int32
+// container are replaced by the container, whose bytes carry them. The
+// units are read (their bytes back from the spill file when frozen) one
+// at a time as the export's goroutine writes them, so an export of any
+// size takes no more memory than one unit; count is how many were given.
+func (m *Model) exportUnits(containers bool) func(count *int) iter.Seq[*decode.Unit] {
+	var rows store.Seq
 	switch {
 	case m.flt.match != nil:
-		ixs = m.flt.rows
+		rows = store.RowsOf(m.flt.rows)
 	case m.connSel >= 0:
-		ixs = m.st.ConnUnits(m.connSel).Slice()
+		rows = m.st.ConnUnits(m.connSel)
 	default:
-		ixs = make([]int32, m.st.Len())
-		for i := range ixs {
-			ixs[i] = int32(i)
-		}
+		rows = store.Span(m.st.Len())
 	}
-	if containers {
-		out := make([]int32, 0, len(ixs))
-		seen := map[int32]bool{}
-		for _, ix := range ixs {
-			if p := m.st.Parent(ix); p >= 0 {
-				ix = p
-			}
-			if !seen[ix] {
-				seen[ix] = true
-				out = append(out, ix)
-			}
-		}
-		slices.Sort(out)
-		ixs = out
-	}
-	// The bytes are read back (when spilled) by the export's goroutine.
 	view := m.st.Snapshot()
-	return func() []*decode.Unit {
-		units := make([]*decode.Unit, len(ixs))
-		for i, ix := range ixs {
-			units[i] = view.Load(ix)
+	return func(count *int) iter.Seq[*decode.Unit] {
+		return func(yield func(*decode.Unit) bool) {
+			if !containers {
+				for p := range rows.Len() {
+					*count++
+					if !yield(view.Load(rows.At(p))) {
+						return
+					}
+				}
+				return
+			}
+			// The containers of the nested units, in order: few, beside
+			// the units. They are written in their place among the rest.
+			need := map[int32]bool{}
+			for p := range rows.Len() {
+				if par := view.Parent(rows.At(p)); par >= 0 {
+					need[par] = true
+				}
+			}
+			parents := slices.Sorted(maps.Keys(need))
+			emit := func(ix int32) bool { *count++; return yield(view.Load(ix)) }
+			for p := range rows.Len() {
+				ix := rows.At(p)
+				if view.Parent(ix) >= 0 {
+					continue
+				}
+				for len(parents) > 0 && parents[0] < ix {
+					if !emit(parents[0]) {
+						return
+					}
+					parents = parents[1:]
+				}
+				if len(parents) > 0 && parents[0] == ix {
+					parents = parents[1:]
+				}
+				if !emit(ix) {
+					return
+				}
+			}
+			for _, ix := range parents {
+				if !emit(ix) {
+					return
+				}
+			}
 		}
-		return units
 	}
 }
 
 // exportCmd writes units to path; an existing file is replaced only when
 // overwrite is set (:save!, :export!). note is said with the result.
-func exportCmd(path string, overwrite bool, note, force string, units func() []*decode.Unit, write func(w *os.File, units []*decode.Unit) error) tea.Cmd {
+func exportCmd(path string, overwrite bool, note, force string, units func(count *int) iter.Seq[*decode.Unit], write func(w *os.File, units iter.Seq[*decode.Unit]) error) tea.Cmd {
 	return func() tea.Msg {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if !overwrite {
@@ -399,12 +424,12 @@ func exportCmd(path string, overwrite bool, note, force string, units func() []*
 		if err != nil {
 			return exportDoneMsg{path: path, err: err}
 		}
-		us := units()
-		err = write(f, us)
+		n := 0
+		err = write(f, units(&n))
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		return exportDoneMsg{path: path, n: len(us), note: note, err: err}
+		return exportDoneMsg{path: path, n: n, note: note, err: err}
 	}
 }
 

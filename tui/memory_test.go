@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,8 +22,8 @@ func TestMemoryBudgetKeepsEveryView(t *testing.T) {
 	dir := t.TempDir()
 	run := func(budget int64, name string) (*driver, []byte, string) {
 		var pcap bytes.Buffer
-		opt := Options{Title: "x", Memory: budget, ExportPcapng: func(w io.Writer, units []*decode.Unit) error {
-			for _, u := range units {
+		opt := Options{Title: "x", Memory: budget, ExportPcapng: func(w io.Writer, units iter.Seq[*decode.Unit]) error {
+			for u := range units {
 				pcap.Write(u.Raw)
 			}
 			return nil

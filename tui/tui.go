@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"time"
 
@@ -39,10 +40,10 @@ type Options struct {
 	Err <-chan error
 	// ExportPcapng writes units as a capture; nil hides the action. It is
 	// given containers, never the units nested in them.
-	ExportPcapng func(w io.Writer, units []*decode.Unit) error
+	ExportPcapng func(w io.Writer, units iter.Seq[*decode.Unit]) error
 	// ExportJSON writes units as JSON lines; nil means the INTERFACES.md
 	// schema through decode/output.
-	ExportJSON func(w io.Writer, units []*decode.Unit) error
+	ExportJSON func(w io.Writer, units iter.Seq[*decode.Unit]) error
 	// ExportDefinitions, for the embedded broker, writes its topology as
 	// RabbitMQ definitions JSON (:definitions export FILE); nil for other
 	// sources.
@@ -143,9 +144,9 @@ func DefaultLang() *filterbar.Lang {
 	}
 }
 
-func writeJSON(w io.Writer, units []*decode.Unit) error {
+func writeJSON(w io.Writer, units iter.Seq[*decode.Unit]) error {
 	j := output.NewJSON(w, output.JSONOptions{})
-	for _, u := range units {
+	for u := range units {
 		if err := j.Unit(u); err != nil {
 			return err
 		}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -502,8 +504,8 @@ func TestStatsView(t *testing.T) {
 func TestCommandsExport(t *testing.T) {
 	dir := t.TempDir()
 	var pcapUnits []*decode.Unit
-	opt := Options{Title: "x", ExportPcapng: func(w io.Writer, units []*decode.Unit) error {
-		pcapUnits = units
+	opt := Options{Title: "x", ExportPcapng: func(w io.Writer, units iter.Seq[*decode.Unit]) error {
+		pcapUnits = slices.Collect(units)
 		_, err := w.Write([]byte("pcapng"))
 		return err
 	}}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"iter"
 	"math"
 	"os"
 	"runtime/debug"
@@ -174,13 +175,15 @@ func tuneGC(ctx context.Context, budget int64) {
 
 // exportPcapng writes units as a capture of synthesised TCP packets: the
 // bytes of each connection's units, in order, with a handshake and FIN.
-func exportPcapng(w io.Writer, units []*decode.Unit) error {
+func exportPcapng(w io.Writer, units iter.Seq[*decode.Unit]) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	pw := pcapng.NewWriter(bw)
 	syn := pcapng.NewSynth(pw)
 	flows := map[*decode.Conn]*capture.Flow{}
 	var order []*capture.Flow
-	for _, u := range units {
+	var last time.Time
+	for u := range units {
+		last = u.Time()
 		if u.Conn == nil || u.Parent != nil || len(u.Raw) == 0 {
 			continue
 		}
@@ -191,10 +194,6 @@ func exportPcapng(w io.Writer, units []*decode.Unit) error {
 			order = append(order, fl)
 		}
 		syn.Data(fl, u.Dir == decode.DirF, u.Raw, u.Time())
-	}
-	var last time.Time
-	if len(units) > 0 {
-		last = units[len(units)-1].Time()
 	}
 	for _, fl := range order {
 		syn.Close(fl, last)

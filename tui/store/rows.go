@@ -215,3 +215,12 @@ type Seq interface {
 	Len() int
 	At(p int) int32
 }
+
+// Span is the Seq of the unit indices 0 to n-1: all of a store's units.
+type Span int
+
+// Len returns n.
+func (s Span) Len() int { return int(s) }
+
+// At returns p.
+func (s Span) At(p int) int32 { return int32(p) }

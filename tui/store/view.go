@@ -119,3 +119,15 @@ func (v View) All() iter.Seq2[int32, *decode.Unit] {
 		}
 	}
 }
+
+// Parent returns the index of the container of unit i, or -1 (see
+// [Store.Parent]; always -1 in a view held by no store); safe from any
+// goroutine.
+func (v View) Parent(i int32) int32 {
+	if v.s == nil {
+		return -1
+	}
+	v.s.mem.mu.RLock()
+	defer v.s.mem.mu.RUnlock()
+	return v.s.Parent(i)
+}

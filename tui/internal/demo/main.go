@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"sync/atomic"
 	"time"
@@ -43,8 +44,12 @@ func main() {
 		Title: fmt.Sprintf("demo (%d synthetic units)", *n),
 		Live:  *live,
 		Units: ch,
-		ExportPcapng: func(w io.Writer, units []*decode.Unit) error {
-			_, err := fmt.Fprintf(w, "demo: %d units would be written\n", len(units))
+		ExportPcapng: func(w io.Writer, units iter.Seq[*decode.Unit]) error {
+			n := 0
+			for range units {
+				n++
+			}
+			_, err := fmt.Fprintf(w, "demo: %d units would be written\n", n)
 			return err
 		},
 	}
