@@ -189,9 +189,17 @@ if [[ ${1:-} == scale ]]; then
 	mb=${2:?scale needs a size in MB}
 	out=$CORPUS/scale-$mb.pcapng
 	# dumpcap stops by itself at the size; bench runs long enough to get there
-	# (5-15 MB/s of fanout traffic on this machine, by its load) and is
-	# stopped then.
-	DUMPCAP_ARGS=(-a "filesize:$((mb * 1000))")
+	# (5-15 MB/s of fanout traffic to RabbitMQ on this machine, by its load;
+	# 100 MB/s to wiretap's broker) and is stopped then. dumpcap stops a
+	# file at 2 GB whatever the size asked for, so a larger capture is
+	# written in files of 1 GB, concatenated after.
+	ring=0
+	if ((mb > 1000)); then
+		ring=1
+		DUMPCAP_ARGS=(-b "filesize:1000000" -a "files:$(((mb + 999) / 1000))")
+	else
+		DUMPCAP_ARGS=(-a "filesize:$((mb * 1000))")
+	fi
 	secs=$((mb / 4 + 10))
 	log "scale: bench fanout until $mb MB (at most ${secs}s)"
 	raw=$BIN/raw.pcapng
@@ -207,6 +215,10 @@ if [[ ${1:-} == scale ]]; then
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
 	capture_stop
+	if ((ring)); then
+		mergecap -a -F pcapng -w "$raw" "$BIN"/raw_*.pcapng
+		rm -f "$BIN"/raw_*.pcapng
+	fi
 	tail -n 3 "$BIN/bench.out" >&2
 	expr=$(sort -u "$BIN/ports" | awk 'NF { printf "%s%s", sep, "port " $1; sep = " or " }')
 	[[ -n $expr ]] || die "no connection of bench seen by ss"

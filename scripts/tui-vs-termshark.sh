@@ -33,7 +33,17 @@
 #   with 5650 copies (1,000,050 units).
 #
 # --latency-only skips the side by side runs and measures only the
-# keypress latency. --md FILE writes the tables as Markdown too. Environment: WIRETAP (the
+# keypress latency; --big FILE measures it on FILE instead of the
+# million-unit capture.
+#
+# --scale FILE measures wiretap alone on FILE (scripts/corpus.sh scale
+# makes one of 10 GB) with the default --memory 512MiB: the first screen;
+# while the file is still being read, G (the screen moving to the newest
+# unit) and a display filter on a content-header property (first change
+# on screen); then the whole file read and the peak RSS; then the
+# keypress latency on it (j, pgdown, G/g).
+#
+# --md FILE writes the tables as Markdown too. Environment: WIRETAP (the
 # binary; default bin/wiretap, built when missing or older than the sources).
 set -euo pipefail
 
@@ -42,6 +52,8 @@ RUNS=3
 KEYS=30
 MD=
 LATENCY_ONLY=
+BIGFILE=
+SCALE=
 FILE=
 COLS=160
 ROWS=48
@@ -51,7 +63,9 @@ while [[ $# -gt 0 ]]; do
 	-k) KEYS=$2; shift 2 ;;
 	--md) MD=$2; shift 2 ;;
 	--latency-only) LATENCY_ONLY=1; shift ;;
-	-h | --help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--big) BIGFILE=$2; shift 2 ;;
+	--scale) SCALE=$2; shift 2 ;;
+	-h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "tui-vs-termshark: unknown flag $1" >&2; exit 2 ;;
 	*) FILE=$1; shift ;;
 	esac
@@ -59,8 +73,10 @@ done
 
 log() { printf 'tui-vs-termshark: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
-for tool in tmux termshark tshark capinfos go; do
-	command -v $tool >/dev/null || die "$tool is not installed"
+tools=(tmux capinfos go)
+[[ -z $SCALE$LATENCY_ONLY ]] && tools+=(termshark tshark)
+for tool in "${tools[@]}"; do
+	command -v "$tool" >/dev/null || die "$tool is not installed"
 done
 
 WIRETAP=${WIRETAP:-$ROOT/bin/wiretap}
@@ -81,6 +97,8 @@ synth() {
 }
 
 [[ -n $FILE ]] && FILE=$(realpath "$FILE")
+[[ -n $SCALE ]] && SCALE=$(realpath "$SCALE")
+[[ -n $BIGFILE ]] && BIGFILE=$(realpath "$BIGFILE")
 cd "$ROOT"
 if [[ -z $FILE ]]; then
 	FILE=testdata/large/amqp091-loadgen.pcapng
@@ -94,7 +112,11 @@ else
 	HOW="given on the command line"
 fi
 BIG=testdata/large/amqp091-pika-x5650.pcapng
-synth "$BIG" 5650
+if [[ -n $BIGFILE ]]; then
+	BIG=$BIGFILE
+elif [[ -z $SCALE ]]; then
+	synth "$BIG" 5650
+fi
 
 # units FILE: how many units wiretap decodes.
 units() { "$WIRETAP" read "$1" | grep -cE '^ *[0-9]+ +[0-9]+\.[0-9]{6} '; }
@@ -219,41 +241,6 @@ stats() {
 mib() { awk -v k="$1" 'BEGIN {printf "%.0f", k / 1024}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.1fx", a / b; else print "-"}'; }
 
-FILE_UNITS=$(units "$FILE")
-FILE_PACKETS=$(packets "$FILE")
-FILE_SIZE=$(du -h "$FILE" | cut -f1)
-log "comparison capture: $FILE ($FILE_PACKETS packets, $FILE_UNITS units, $FILE_SIZE)"
-
-declare -A R
-for tool in wiretap termshark; do
-	[[ -n $LATENCY_ONLY ]] && break
-	: >"$RES/$tool"
-	for ((i = 1; i <= RUNS; i++)); do
-		if [[ $tool == wiretap ]]; then
-			launch wiretap "$WIRETAP_ROWS" "$WIRETAP" replay "$FILE"
-		else
-			launch termshark "$TERMSHARK_ROWS" termshark -r "$FILE"
-		fi
-		log "$tool run $i: first screen ${FIRST} ms, loaded ${LOADED} ms, peak RSS $(mib "$PEAK") MiB (VmHWM of the main process $(mib "$HWM") MiB)"
-		echo "$FIRST $LOADED $PEAK $HWM" >>"$RES/$tool"
-	done
-	R[$tool.first]=$(cut -d' ' -f1 "$RES/$tool" | median)
-	R[$tool.loaded]=$(cut -d' ' -f2 "$RES/$tool" | median)
-	R[$tool.peak]=$(cut -d' ' -f3 "$RES/$tool" | median)
-	R[$tool.hwm]=$(cut -d' ' -f4 "$RES/$tool" | median)
-done
-
-# Keypress latency on the million-unit capture.
-BIG_UNITS=$(units "$BIG")
-log "latency capture: $BIG ($BIG_UNITS units)"
-start "$WIRETAP" replay "$BIG"
-deadline=$((T0 + 600000000))
-until wiretap_loaded "$(screen)"; do
-	now
-	((NOW > deadline)) && die "wiretap never loaded $BIG"
-	nap 0.05
-done
-
 # key_latency KEY...: microseconds from send-keys KEY... to a changed screen.
 key_latency() {
 	local before after t
@@ -305,6 +292,94 @@ filter_latency() {
 	done
 	echo "$first $((NOW - T))"
 }
+
+if [[ -n $SCALE ]]; then
+	log "scale: $SCALE ($(du -h "$SCALE" | cut -f1))"
+	peakf=$(mktemp)
+	echo 0 >"$peakf"
+	start "$WIRETAP" replay "$SCALE"
+	sample_rss "$PANE_PID" "$peakf" &
+	SAMPLER=$!
+	until [[ $(screen) =~ $WIRETAP_ROWS ]]; do nap 0.005; done
+	now
+	FIRST=$(((NOW - T0) / 1000))
+	log "first screen: $FIRST ms"
+	nap 2
+	[[ $(screen | head -1) == *reading* ]] || die "the file was read in 2 s: nothing to measure while indexing"
+	G_WHILE=$(key_latency G)
+	log "G while reading: $((G_WHILE / 1000)) ms ($(screen | head -1 | grep -oE 'reading [0-9]+%'))"
+	tm send-keys -t m /
+	nap 0.2
+	SEXPR='amqp.method.properties.content_type == "application/octet-stream"'
+	before=$(screen)
+	now
+	T=$NOW
+	tm send-keys -t m -l "$SEXPR" \; send-keys -t m Enter
+	while :; do
+		poll_pause
+		sc=$(screen)
+		[[ $sc != "$before" && $sc =~ $WIRETAP_ROWS && $sc == *match* ]] && break
+		now
+		((NOW - T > 60000000)) && die "filter never answered; last screen:"$'\n'"$sc"
+	done
+	now
+	F_WHILE=$((NOW - T))
+	log "filter '$SEXPR' while reading: rows after $((F_WHILE / 1000)) ms ($(screen | head -1 | grep -oE 'reading [0-9]+%'))"
+	tm send-keys -t m Escape
+	deadline=$((T0 + 3600000000))
+	until wiretap_loaded "$(screen)"; do
+		now
+		((NOW > deadline)) && die "wiretap never loaded $SCALE"
+		nap 0.2
+	done
+	now
+	LOADED=$(((NOW - T0) / 1000))
+	HWM=$(awk '/^VmHWM/ {print $2}' /proc/"$PANE_PID"/status 2>/dev/null || echo 0)
+	log "loaded: $((LOADED / 1000)) s, $(screen | head -1 | grep -oE '[0-9,]+ units'), peak RSS $(mib "$(<"$peakf")") MiB (VmHWM $(mib "$HWM") MiB)"
+	for k in j NPage; do
+		log "$k on the loaded file: $(for ((i = 0; i < KEYS; i++)); do key_latency $k; done | stats) (median p95 max, ms)"
+	done
+	log "G / g on the loaded file: $(for ((i = 0; i < KEYS; i++)); do
+		if ((i % 2 == 0)); then key_latency G; else key_latency g; fi
+	done | stats) (median p95 max, ms)"
+	kill "$SAMPLER" 2>/dev/null || true
+	exit 0
+fi
+
+FILE_UNITS=$(units "$FILE")
+FILE_PACKETS=$(packets "$FILE")
+FILE_SIZE=$(du -h "$FILE" | cut -f1)
+log "comparison capture: $FILE ($FILE_PACKETS packets, $FILE_UNITS units, $FILE_SIZE)"
+
+declare -A R
+for tool in wiretap termshark; do
+	[[ -n $LATENCY_ONLY ]] && break
+	: >"$RES/$tool"
+	for ((i = 1; i <= RUNS; i++)); do
+		if [[ $tool == wiretap ]]; then
+			launch wiretap "$WIRETAP_ROWS" "$WIRETAP" replay "$FILE"
+		else
+			launch termshark "$TERMSHARK_ROWS" termshark -r "$FILE"
+		fi
+		log "$tool run $i: first screen ${FIRST} ms, loaded ${LOADED} ms, peak RSS $(mib "$PEAK") MiB (VmHWM of the main process $(mib "$HWM") MiB)"
+		echo "$FIRST $LOADED $PEAK $HWM" >>"$RES/$tool"
+	done
+	R[$tool.first]=$(cut -d' ' -f1 "$RES/$tool" | median)
+	R[$tool.loaded]=$(cut -d' ' -f2 "$RES/$tool" | median)
+	R[$tool.peak]=$(cut -d' ' -f3 "$RES/$tool" | median)
+	R[$tool.hwm]=$(cut -d' ' -f4 "$RES/$tool" | median)
+done
+
+# Keypress latency on the million-unit capture.
+BIG_UNITS=$(units "$BIG")
+log "latency capture: $BIG ($BIG_UNITS units)"
+start "$WIRETAP" replay "$BIG"
+deadline=$((T0 + 600000000))
+until wiretap_loaded "$(screen)"; do
+	now
+	((NOW > deadline)) && die "wiretap never loaded $BIG"
+	nap 0.05
+done
 
 declare -a LAT_NAMES LAT_STATS
 lat() { LAT_NAMES+=("$1"); LAT_STATS+=("$(stats)"); log "$1: ${LAT_STATS[-1]} (median p95 max, ms)"; }
