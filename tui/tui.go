@@ -65,10 +65,11 @@ type Options struct {
 	// that connection (--conn) from when it appears; 0 shows all.
 	Filter string
 	Conn   int
-	// Memory is the memory budget (0: none). The unit store keeps its
-	// index and the units' bytes within three quarters of it, the oldest
-	// units' bytes going to a temporary spill file past that; the title
-	// shows the store's use against it.
+	// Memory is the memory budget (0: none). The unit store keeps the
+	// newest units whole, and the live heap, within half of it, freezing
+	// the older ones to temporary files (see store's memory.go); the
+	// collector's soft limit is the rest. The title shows the store's use
+	// against it.
 	Memory int64
 	// Warnings, if set, returns what the source reported without
 	// stopping (a capture cut short, a limit reached), as `read` prints

@@ -11,7 +11,7 @@ import (
 type memoryFlag struct{ size string }
 
 func (m *memoryFlag) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&m.size, "memory", "512MiB", "TUI memory budget (KiB, MiB, GiB; 0: none): the units are kept within three quarters of it, the oldest units' bytes going to a temporary spill file, read back when shown, filtered or exported")
+	cmd.Flags().StringVar(&m.size, "memory", "512MiB", "TUI memory budget (KiB, MiB, GiB; 0: none): the newest units are kept in memory within half of it, the older ones frozen to temporary files and rebuilt when shown, filtered or exported")
 }
 
 // option returns what sets the budget in the TUI's options, or a usage

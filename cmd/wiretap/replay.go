@@ -25,10 +25,11 @@ func newReplayCmd() *cobra.Command {
 		Short: "Browse a pcap or pcapng file in the terminal UI",
 		Long: `replay opens a capture file in the TUI. Units stream in while the file is
 read, so the first screen appears at once even for a large capture.
---memory is a memory budget: the units are kept within three quarters of
-it (the rest is the garbage collector's), past which the oldest units'
-bytes are written to a temporary file (removed at exit) and read back
-when shown, filtered or exported; the title shows the memory in use.
+--memory is a memory budget: the newest units are kept in memory within
+half of it (the rest is the garbage collector's and the decoders'), and
+the older ones frozen to temporary files (removed at exit) and rebuilt
+when shown, filtered or exported, so memory does not grow with the
+capture; the title shows the memory in use.
 Press ? in the TUI for every key.`,
 		Example: "  wiretap replay testdata/amqp091-pika.pcapng",
 		Args:    cobra.ExactArgs(1),
