@@ -36,7 +36,7 @@ type batcher struct {
 
 // A batch is cut at batchSize units or batchBytes of their bytes,
 // whichever comes first, so that what waits in the channel for the TUI
-// (64 batches at most) stays small beside the store's memory budget
+// (16 batches at most: some 20 MB of small units) stays small beside the store's memory budget
 // however large the units are.
 const (
 	batchSize  = 4096
@@ -45,7 +45,7 @@ const (
 )
 
 func newBatcher() *batcher {
-	b := &batcher{out: make(chan []*decode.Unit, 64)}
+	b := &batcher{out: make(chan []*decode.Unit, 16)}
 	b.timer = time.AfterFunc(time.Hour, b.flushTimer)
 	b.timer.Stop()
 	return b
@@ -150,9 +150,11 @@ func tuneGC(ctx context.Context, budget int64) {
 		debug.SetGCPercent(25)
 		return
 	}
-	// A sixteenth below the budget: the collector returns freed memory to
-	// the system a little after it is freed.
-	debug.SetMemoryLimit(budget - budget/16)
+	// An eighth below the budget: the collector returns freed memory to
+	// the system a little after it is freed, and memory that is not the
+	// heap's (stacks, the runtime's own) is counted by the limit only in
+	// part.
+	debug.SetMemoryLimit(budget - budget/8)
 	go func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
