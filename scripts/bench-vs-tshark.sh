@@ -23,7 +23,10 @@
 # README.
 #
 # Environment: WIRETAP (the binary, timed as it is; default bin/wiretap,
-# built when missing or older than the sources), CORPUS (default
+# built when missing or older than the sources), BEFORE (a second binary,
+# an earlier build, timed in the same run right after WIRETAP on each
+# shape: the table adds its times and ratios, so a change is measured
+# against the same load and the same tshark), CORPUS (default
 # testdata/corpus), NICE.
 set -euo pipefail
 
@@ -43,7 +46,7 @@ while [[ $# -gt 0 ]]; do
 	--markdown) MARKDOWN=1; shift ;;
 	--cached-tshark) CACHED=1; shift ;;
 	--tshark-only) TSHARK_ONLY=1; shift ;;
-	-h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "bench: unknown flag $1" >&2; exit 2 ;;
 	*) FILES+=("$1"); shift ;;
 	esac
@@ -134,27 +137,44 @@ for f in "${FILES[@]}"; do
 		printf '%s %s\n' "$tt" "$tj" >"$f.tshark"
 		tnote=
 	fi
-	wt=- wj=-
+	wt=- wj=- bt=- bj=-
 	if [[ $TSHARK_ONLY == 0 ]]; then
 		log "$name: wiretap read"
 		wt=$(median_of "$WIRETAP" read "$f")
+		[[ -z ${BEFORE:-} ]] || bt=$(median_of "$BEFORE" read "$f")
 		log "$name: wiretap read --format json"
 		wj=$(median_of "$WIRETAP" read --format json "$f")
+		[[ -z ${BEFORE:-} ]] || bj=$(median_of "$BEFORE" read --format json "$f")
 	fi
-	rows+=("$name|$size|$packets|$units|$tt$tnote|$wt|$(ratio "$tt" "$wt")|$(met "$tt" "$wt" 10)|$tj$tnote|$wj|$(ratio "$tj" "$wj")|$(met "$tj" "$wj" 20)")
+	row="$name|$size|$packets|$units|$tt$tnote|$wt|$(ratio "$tt" "$wt")|$(met "$tt" "$wt" 10)|$tj$tnote|$wj|$(ratio "$tj" "$wj")|$(met "$tj" "$wj" 20)"
+	[[ -z ${BEFORE:-} ]] || row+="|$bt|$(ratio "$tt" "$bt")|$bj|$(ratio "$tj" "$bj")"
+	rows+=("$row")
 done
 
 echo
 echo "median of $RUNS runs, output to /dev/null, under nice -n $NICE; goal: text >=10x, json >=20x"
 if [[ $MARKDOWN == 1 ]]; then
 	echo
-	echo '| shape | MB | packets | units | tshark text s | wiretap text s | text ratio | >=10x | tshark -T json s | wiretap json s | json ratio | >=20x |'
-	echo '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|'
+	if [[ -n ${BEFORE:-} ]]; then
+		echo '| shape | MB | packets | units | tshark text s | wiretap text s | text ratio | >=10x | tshark -T json s | wiretap json s | json ratio | >=20x | before text s | before text ratio | before json s | before json ratio |'
+		echo '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|'
+	else
+		echo '| shape | MB | packets | units | tshark text s | wiretap text s | text ratio | >=10x | tshark -T json s | wiretap json s | json ratio | >=20x |'
+		echo '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|'
+	fi
 	for r in "${rows[@]}"; do echo "| ${r//|/ | } |"; done
 else
-	printf '%-24s %5s %8s %9s %12s %9s %7s %4s %12s %9s %7s %4s\n' shape MB packets units "tshark s" "wiretap s" ratio 10x "tshark-json" "wiretap" ratio 20x
+	fmt='%-24s %5s %8s %9s %12s %9s %7s %4s %12s %9s %7s %4s'
+	head=(shape MB packets units "tshark s" "wiretap s" ratio 10x "tshark-json" "wiretap" ratio 20x)
+	if [[ -n ${BEFORE:-} ]]; then
+		fmt+=' %9s %7s %9s %7s'
+		head+=("before" ratio "before-js" ratio)
+	fi
+	# shellcheck disable=SC2059
+	printf "$fmt\n" "${head[@]}"
 	for r in "${rows[@]}"; do
 		IFS='|' read -r -a c <<<"$r"
-		printf '%-24s %5s %8s %9s %12s %9s %7s %4s %12s %9s %7s %4s\n' "${c[@]}"
+		# shellcheck disable=SC2059
+		printf "$fmt\n" "${c[@]}"
 	done
 fi

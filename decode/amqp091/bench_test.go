@@ -211,3 +211,35 @@ func TestFindFieldAllocs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendPrintable appends an exchange name of a summary.
+func BenchmarkAppendPrintable(b *testing.B) {
+	s := []byte("wiretap.bench-fanout.orders.eu-west")
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	var dst []byte
+	for b.Loop() {
+		dst = appendPrintable(dst[:0], s, 200)
+	}
+}
+
+// TestAppendPrintableControls: control bytes are shown as '.' wherever
+// they fall in the eight-byte blocks, and bytes from 0x80 are kept.
+func TestAppendPrintableControls(t *testing.T) {
+	base := []byte("abcdefghijklmnopqrstuvwxyz0123\xc3\xa9")
+	for i := range base {
+		for _, c := range []byte{0, 0x1f, 0x7f, '\n', 0x80, 0xff, ' '} {
+			s := append([]byte(nil), base...)
+			s[i] = c
+			want := append([]byte(nil), s...)
+			for j, x := range want {
+				if x < 0x20 || x == 0x7f {
+					want[j] = '.'
+				}
+			}
+			if got := appendPrintable([]byte("x="), s, 200); string(got) != "x="+string(want) {
+				t.Fatalf("byte %#x at %d: %q, want %q", c, i, got, "x="+string(want))
+			}
+		}
+	}
+}

@@ -100,9 +100,10 @@ type direction struct {
 	afterGap bool
 	junk     junk
 	hdr      ContentHeader
-	msgs     map[uint16]*assembly
-	// cur is msgs[curCh] when not nil: nearly all traffic carries one
-	// message at a time on one channel, so most look-ups stop here.
+	// The messages in flight: cur (on channel curCh) when not nil, and
+	// the others in msgs. Nearly all traffic carries one message at a time
+	// on one channel, so most messages come and go without a map write.
+	msgs  map[uint16]*assembly
 	cur   *assembly
 	curCh uint16
 	// spare is an assembly done with, zeroed, for the next message: a
@@ -115,11 +116,43 @@ func (ds *direction) msg(ch uint16) *assembly {
 	if ds.cur != nil && ds.curCh == ch {
 		return ds.cur
 	}
-	a := ds.msgs[ch]
-	if a != nil {
-		ds.cur, ds.curCh = a, ch
+	if len(ds.msgs) == 0 {
+		return nil
 	}
-	return a
+	return ds.msgs[ch]
+}
+
+// put records a as the message in flight on channel ch, which has none.
+func (ds *direction) put(ch uint16, a *assembly) {
+	if ds.cur == nil {
+		ds.cur, ds.curCh = a, ch
+		return
+	}
+	if ds.msgs == nil {
+		ds.msgs = make(map[uint16]*assembly)
+	}
+	ds.msgs[ch] = a
+}
+
+// remove forgets the message in flight on channel ch.
+func (ds *direction) remove(ch uint16) {
+	if ds.cur != nil && ds.curCh == ch {
+		ds.cur = nil
+		return
+	}
+	delete(ds.msgs, ch)
+}
+
+// channels returns the channels with a message in flight.
+func (ds *direction) channels() []uint16 {
+	var chs []uint16
+	if ds.cur != nil {
+		chs = append(chs, ds.curCh)
+	}
+	for ch := range ds.msgs {
+		chs = append(chs, ch)
+	}
+	return chs
 }
 
 // junk accumulates bytes skipped while resynchronising after garbage.
@@ -197,7 +230,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	ds.s.Reset(int64(n))
 	ds.synced, ds.afterGap = false, true
 	// Messages in flight in this direction lost bytes.
-	for ch := range ds.msgs {
+	for _, ch := range ds.channels() {
 		d.drop(ds, ch)
 	}
 }
@@ -231,7 +264,7 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 	}
 	d.flushJunk(dir)
 	ds.s.Keep(len(buf), nil)
-	for ch := range ds.msgs {
+	for _, ch := range ds.channels() {
 		d.drop(ds, ch) // never completed: give back what they held
 	}
 }
@@ -641,9 +674,6 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		}
 	}
 	if err == nil && info.Content {
-		if ds.msgs == nil {
-			ds.msgs = make(map[uint16]*assembly)
-		}
 		if old := ds.msg(u.Channel); old != nil {
 			u.Warn("previous message on this channel was incomplete")
 			d.drop(ds, u.Channel)
@@ -655,8 +685,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			a = new(assembly)
 		}
 		a.method, a.methodUnit, a.d, a.dir, a.channel = p, u, d, dir, u.Channel
-		ds.msgs[u.Channel] = a
-		ds.cur, ds.curCh = a, u.Channel
+		ds.put(u.Channel, a)
 	}
 	u.Summary = d.summary(u.Dir, 0, s)
 }
@@ -822,8 +851,7 @@ func (d *Decoder) drop(ds *direction, ch uint16) {
 			d.inflight -= len(a.body) // a copy, counted when appended
 		}
 		a.hold.Release()
-		delete(ds.msgs, ch)
-		ds.cur = nil
+		ds.remove(ch)
 		*a = assembly{}
 		ds.spare = a
 	}

@@ -1,6 +1,7 @@
 package amqp091
 
 import (
+	"encoding/binary"
 	"strconv"
 )
 
@@ -167,9 +168,21 @@ func appendPrintable(dst, s []byte, max int) []byte {
 	}
 	n := len(dst)
 	dst = append(dst, s...)
-	for i, c := range dst[n:] {
+	// Eight bytes at a time while none can be a control character (most
+	// names have none): x-0x20 borrows into a byte's top bit for bytes
+	// below 0x20, (x^0x7f)-1 for 0x7f; bytes of 0xa0 and over set it too
+	// and are looked at one by one below.
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		const lo, hi = 0x0101010101010101, 0x8080808080808080
+		if ((x-lo*0x20)|((x^lo*0x7f)-lo))&hi != 0 {
+			break
+		}
+	}
+	for j, c := range dst[n+i:] {
 		if c < 0x20 || c == 0x7f {
-			dst[n+i] = '.'
+			dst[n+i+j] = '.'
 		}
 	}
 	if cut {

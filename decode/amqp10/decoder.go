@@ -22,7 +22,23 @@ type Decoder struct {
 	// acct is the connection's part of the memory budget (nil: none).
 	acct *decode.Account
 	last time.Time
+	// Units and their bytes are carved from slabs, as AMQP 0-9-1's are:
+	// one allocation serves many small frames.
+	raw                []byte
+	unitSlab           []decode.Unit
+	unitsNext, rawNext int
+	secSlab            []Section
+	ckSlab             []decode.Checksum
 }
+
+// Slab sizes: units from 8 doubling to 64 a slab, bytes from 1 KiB
+// doubling to 64 KiB (many short connections must not cost a full slab
+// each); frames over rawCarved bytes get bytes of their own.
+const (
+	unitSlabMax = 64
+	rawSlabMax  = 64 << 10
+	rawCarved   = 2 << 10
+)
 
 var _ decode.Decoder = (*Decoder)(nil)
 
@@ -226,14 +242,31 @@ func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 }
 
 func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time) *decode.Unit {
-	u := &decode.Unit{
-		Conn:   d.conn,
-		Dir:    dir,
-		Proto:  decode.ProtoAMQP10,
-		Offset: pos,
-		Len:    len(raw),
-		Raw:    append([]byte(nil), raw...),
+	var u *decode.Unit
+	var cp []byte
+	if len(raw) > rawCarved {
+		// A unit with bytes of its own is allocated alone, so that it
+		// never holds a neighbour's large bytes in memory, nor they it.
+		u, cp = new(decode.Unit), append([]byte(nil), raw...)
+	} else {
+		if len(d.unitSlab) == 0 {
+			d.unitsNext = min(max(2*d.unitsNext, 8), unitSlabMax)
+			d.unitSlab = make([]decode.Unit, d.unitsNext)
+		}
+		u = &d.unitSlab[0]
+		d.unitSlab = d.unitSlab[1:]
+		if cap(d.raw)-len(d.raw) < len(raw) {
+			d.rawNext = min(max(2*d.rawNext, 1<<10), rawSlabMax)
+			d.raw = make([]byte, 0, max(d.rawNext, len(raw)))
+		}
+		n := len(d.raw)
+		d.raw = append(d.raw, raw...)
+		cp = d.raw[n:len(d.raw):len(d.raw)]
 	}
+	// The unit is fresh (zero): fields are set one by one rather than a
+	// whole Unit copied.
+	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP10
+	u.Offset, u.Len, u.Raw = pos, len(raw), cp
 	u.SetTime(t)
 	return u
 }

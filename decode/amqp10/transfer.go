@@ -230,7 +230,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	}
 	err := ParseMessage(cm.Bytes, &st.msg)
 	cm.Message = st.msg
-	cm.Message.Sections = append([]Section(nil), st.msg.Sections...)
+	cm.Message.Sections = d.sections(st.msg.Sections)
 	m := &cm.Message
 	u.SetExt(cm)
 	u.SetMessageID(m.MessageID(cm.Bytes))
@@ -259,8 +259,9 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	if err != nil {
 		u.Warn("message: " + err.Error())
 	}
-	ck := m.VerifyChecksum(cm.Bytes)
-	u.SetChecksum(&ck)
+	ck := d.checksum()
+	*ck = m.VerifyChecksum(cm.Bytes)
+	u.SetChecksum(ck)
 	s = append(s, ' ')
 	if ck.Status == decode.ChecksumAbsent {
 		s = append(s, "checksum absent"...)
@@ -294,4 +295,40 @@ func appendHex32(s []byte, v uint32) []byte {
 func hex32(v uint32) string {
 	var buf [10]byte
 	return string(appendHex32(buf[:0], v))
+}
+
+// Completed messages keep a copy of their sections and a checksum verdict
+// each: both are carved from slabs (sectionSlab sections, checksumSlab
+// verdicts), as units are, rather than allocated one by one.
+const (
+	sectionSlab  = 256
+	checksumSlab = 64
+)
+
+// sections returns a copy of secs that the message owns.
+func (d *Decoder) sections(secs []Section) []Section {
+	n := len(secs)
+	if n == 0 {
+		return nil
+	}
+	if n > sectionSlab/4 {
+		return append([]Section(nil), secs...)
+	}
+	if len(d.secSlab) < n {
+		d.secSlab = make([]Section, sectionSlab)
+	}
+	out := d.secSlab[:n:n]
+	d.secSlab = d.secSlab[n:]
+	copy(out, secs)
+	return out
+}
+
+// checksum returns a zero verdict that the message owns.
+func (d *Decoder) checksum() *decode.Checksum {
+	if len(d.ckSlab) == 0 {
+		d.ckSlab = make([]decode.Checksum, checksumSlab)
+	}
+	ck := &d.ckSlab[0]
+	d.ckSlab = d.ckSlab[1:]
+	return ck
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -60,6 +61,18 @@ type TextEncoder struct {
 	conn    *decode.Conn
 	connID  int
 	connCol []byte
+	// The number column of unit n: consecutive units are numbered one
+	// after the other, so the next number is the last one's digits
+	// incremented in place.
+	n    int
+	nCol []byte
+	// The channel column of channel ch.
+	ch    uint16
+	chCol []byte
+	// clean is the last summary found to need no escaping: a decoder hands
+	// the same string to the units whose summaries repeat (the same
+	// pointer and length are the same bytes: strings are immutable).
+	clean string
 	// direct writes the columns straight into the line (AppendText: one
 	// unit, nothing to share, nothing to allocate).
 	direct bool
@@ -67,7 +80,15 @@ type TextEncoder struct {
 
 // Append appends u's line (with its newline).
 func (e *TextEncoder) Append(b []byte, u *decode.Unit) []byte {
-	b = appendPadInt(b, u.N, 7)
+	if e.direct {
+		b = appendPadInt(b, u.N, 7)
+	} else {
+		if u.N <= 0 || u.N != e.n+1 || !incDecimal(e.nCol) {
+			e.nCol = appendPadInt(e.nCol[:0], u.N, 7)
+		}
+		e.n = u.N
+		b = append(b, e.nCol...)
+	}
 	b = append(b, ' ')
 	if e.direct {
 		b = appendSeconds(b, u.Time().Sub(e.First))
@@ -100,18 +121,26 @@ func (e *TextEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = append(b, ' ')
 	}
 	b = append(b, ' ')
-	if u.HasChannel {
-		b = append(b, "ch"...)
-		n := len(b)
-		b = strconv.AppendUint(b, uint64(u.Channel), 10)
-		for i := len(b) - n; i < 5; i++ {
-			b = append(b, ' ')
+	if u.HasChannel && e.direct {
+		b = appendChannel(b, u.Channel)
+	} else if u.HasChannel {
+		if u.Channel != e.ch || len(e.chCol) == 0 {
+			e.ch, e.chCol = u.Channel, appendChannel(e.chCol[:0], u.Channel)
 		}
+		b = append(b, e.chCol...)
 	} else {
 		b = append(b, "-      "...)
 	}
 	b = append(b, ' ')
-	b = appendPrintable(b, u.Summary)
+	if !e.direct && len(u.Summary) == len(e.clean) && unsafe.StringData(u.Summary) == unsafe.StringData(e.clean) {
+		b = append(b, u.Summary...)
+	} else {
+		n := len(b)
+		b = appendPrintable(b, u.Summary)
+		if !e.direct && len(b)-n == len(u.Summary) {
+			e.clean = u.Summary
+		}
+	}
 	for _, w := range u.Warnings() {
 		b = append(b, " [warning: "...)
 		b = appendPrintable(b, w)
@@ -133,6 +162,38 @@ func (t *Text) Flush() error {
 	_, err := t.w.Write(t.buf)
 	t.buf = t.buf[:0]
 	return err
+}
+
+// appendChannel appends the channel column: "ch" and the number, padded
+// to seven.
+func appendChannel(b []byte, ch uint16) []byte {
+	b = append(b, "ch"...)
+	n := len(b)
+	b = strconv.AppendUint(b, uint64(ch), 10)
+	for i := len(b) - n; i < 5; i++ {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// incDecimal adds one to the space-padded decimal number in col, in
+// place; false when it has no room for another digit or holds no number.
+func incDecimal(col []byte) bool {
+	for i := len(col) - 1; i >= 0; i-- {
+		switch c := col[i]; {
+		case c == '9':
+			col[i] = '0'
+		case c >= '0' && c < '9':
+			col[i] = c + 1
+			return true
+		case c == ' ' && i < len(col)-1:
+			col[i] = '1'
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func appendPadInt(b []byte, v, width int) []byte {
