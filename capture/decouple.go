@@ -58,12 +58,46 @@ type Decoupled struct {
 	lanes []*lane // [0]: the decoder; [1], if any: the recorder
 }
 
+// DecoupledOption configures a [Decoupled] (see [NewDecoupled]).
+type DecoupledOption func(*decoupledConfig)
+
+type decoupledConfig struct {
+	pace     bool
+	coalesce time.Duration
+}
+
+// PaceDecoder has the decoder use only the CPU time the machine can
+// spare: on Linux it sleeps, for longer the longer the contention lasts,
+// whenever threads (the server's, its clients', the forwarding's) waited
+// for a CPU while it worked. On a saturated machine the decoder so works
+// about 2% of the time and falls behind, and what it cannot take is a gap
+// ([GapDecoderBehind]); the traffic keeps the CPU. Elsewhere it has no
+// effect. The recorder's lane is never paced.
+func PaceDecoder() DecoupledOption {
+	return func(c *decoupledConfig) { c.pace = true }
+}
+
+// CoalesceWakeups has the decoder, once woken by bytes after it was idle,
+// wait d before it takes them: a stream of small reads (a message at a
+// time) then wakes it once per d instead of once a read, each wake-up a
+// thread switch that the traffic's CPU pays for. The decoder's output is
+// d later; forwarding is not.
+func CoalesceWakeups(d time.Duration) DecoupledOption {
+	return func(c *decoupledConfig) { c.coalesce = d }
+}
+
 // lane is one consumer of a Decoupled with its own buffer and goroutine.
 type lane struct {
-	id      int
-	deliver func(it *decoupledItem, b []byte)
-	limit   int
-	dropped atomic.Int64
+	id       int
+	deliver  func(it *decoupledItem, b []byte)
+	limit    int
+	pace     bool
+	coalesce time.Duration
+	handed   atomic.Int64
+	dropped  atomic.Int64
+	// ending is set by Shutdown: what is pending is delivered at once,
+	// unpaced (the traffic is over).
+	ending atomic.Bool
 
 	mu      sync.Mutex
 	wake    chan struct{}
@@ -156,12 +190,16 @@ type DecoupledFlow struct {
 // bytes (0: DefaultDecoupledBuffer) for its handler, and
 // DefaultDecoupledBuffer for its recorder if it has one. Call Shutdown
 // when the sources are done.
-func NewDecoupled(out *Serial, limit int) *Decoupled {
+func NewDecoupled(out *Serial, limit int, opts ...DecoupledOption) *Decoupled {
 	if limit <= 0 {
 		limit = DefaultDecoupledBuffer
 	}
+	var cfg decoupledConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	t := &Decoupled{out: out}
-	t.addLane(limit, func(it *decoupledItem, b []byte) {
+	t.addLane(limit, cfg, func(it *decoupledItem, b []byte) {
 		switch it.kind {
 		case itemData:
 			out.decodeData(it.f.f, it.fromA, b, it.t)
@@ -176,7 +214,7 @@ func NewDecoupled(out *Serial, limit int) *Decoupled {
 	if rec := out.recorder(); rec != nil {
 		// The recorder's budget is apart from the decoder's: writing a
 		// file keeps up with any traffic a disk can take.
-		t.addLane(DefaultDecoupledBuffer, func(it *decoupledItem, b []byte) {
+		t.addLane(DefaultDecoupledBuffer, decoupledConfig{coalesce: cfg.coalesce}, func(it *decoupledItem, b []byte) {
 			switch it.kind {
 			case itemData:
 				rec.Data(it.f.f, it.fromA, b, it.t)
@@ -191,8 +229,9 @@ func NewDecoupled(out *Serial, limit int) *Decoupled {
 	return t
 }
 
-func (t *Decoupled) addLane(limit int, deliver func(*decoupledItem, []byte)) {
-	l := &lane{id: len(t.lanes), deliver: deliver, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func (t *Decoupled) addLane(limit int, cfg decoupledConfig, deliver func(*decoupledItem, []byte)) {
+	l := &lane{id: len(t.lanes), deliver: deliver, limit: limit, pace: cfg.pace, coalesce: cfg.coalesce,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	t.lanes = append(t.lanes, l)
 	go l.run()
 }
@@ -208,6 +247,10 @@ func (f *DecoupledFlow) Flow() *Flow { return f.f }
 
 // Dropped returns the bytes dropped so far because the handler was behind.
 func (t *Decoupled) Dropped() int64 { return t.lanes[0].dropped.Load() }
+
+// Handed returns the bytes handed to the handler so far (given to it or
+// dropped), the whole of which Dropped is a part.
+func (t *Decoupled) Handed() int64 { return t.lanes[0].handed.Load() }
 
 // RecorderDropped returns the bytes the recorder missed because it was
 // behind (0 without a recorder).
@@ -242,6 +285,7 @@ func (l *lane) data(f *DecoupledFlow, fromA bool, b []byte, now time.Time) {
 		l.mu.Unlock()
 		return
 	}
+	l.handed.Add(int64(len(b)))
 	s := sideOf(fromA)
 	lost := &f.lost[l.id]
 	if l.pending.size+len(b) > l.limit {
@@ -307,9 +351,11 @@ func (l *lane) signal() {
 	}
 }
 
-// Shutdown delivers what is pending and stops the handlers' goroutines.
+// Shutdown delivers what is pending, without pacing, and stops the
+// handlers' goroutines.
 func (t *Decoupled) Shutdown() {
 	for _, l := range t.lanes {
+		l.ending.Store(true)
 		l.mu.Lock()
 		l.closed = true
 		l.mu.Unlock()
@@ -322,9 +368,21 @@ func (t *Decoupled) Shutdown() {
 
 func (l *lane) run() {
 	defer close(l.done)
+	var p *pacer
+	if l.pace {
+		if p = newPacer(); p != nil {
+			defer p.close()
+		}
+	}
 	var spare decoupledBatch
 	for {
 		<-l.wake
+		if l.coalesce > 0 {
+			time.Sleep(l.coalesce)
+		}
+		if p != nil {
+			p.begin(time.Now())
+		}
 		for {
 			l.mu.Lock()
 			// The chunks of the batch delivered last go back for reuse.
@@ -354,6 +412,9 @@ func (l *lane) run() {
 				}
 				l.deliver(it, b)
 				*it = decoupledItem{}
+				if p != nil && !l.ending.Load() {
+					p.check(time.Now())
+				}
 			}
 			spare = decoupledBatch{items: batch.items[:0], chunks: batch.chunks}
 		}

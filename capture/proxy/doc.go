@@ -15,7 +15,12 @@
 // Forwarding never waits for decoding: each read is copied into a
 // bounded [capture.Decoupled] before it is written on, and when the
 // handler falls behind by more than [Proxy.DecodeBuffer] it is given a
-// gap explained as [capture.GapDecoderBehind] instead of the bytes.
+// gap explained as [capture.GapDecoderBehind] instead of the bytes. Nor
+// does the decoder take CPU time from the traffic: unless
+// [Proxy.DecodeAnyCPU], it is paced ([capture.PaceDecoder]) to what the
+// machine can spare, and on a busy machine it falls behind (gaps, a line
+// on [Proxy.Log] when it does and when it has caught up, and
+// [Proxy.DecodeStats] for the total).
 //
 // [Proxy.Faults] injects faults ([Fault], read by [ParseFault]): delays,
 // throttles, cuts after a number of bytes, and, judged frame by frame on

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,6 +67,12 @@ type Proxy struct {
 	// capture.DefaultDecoupledBuffer); past it the handler is given gaps
 	// and the traffic goes on unchanged.
 	DecodeBuffer int
+	// DecodeAnyCPU lets the decoder take CPU time as the traffic does. By
+	// default it is paced to what the machine can spare
+	// ([capture.PaceDecoder]): on a machine the server, its clients and
+	// the proxy keep busy it falls behind (gaps) instead of taking CPU
+	// time from them.
+	DecodeAnyCPU bool
 	// Serial, when set, numbers the flows and serialises the calls instead
 	// of a Serial of the proxy's own (and Handler is then unused): share one
 	// with other sources (more proxies, the broker) that feed the same
@@ -91,6 +98,8 @@ type Proxy struct {
 	// dec feeds serial from a goroutine of its own: forwarding never
 	// waits for decoding (a decoder behind loses bytes, as gaps).
 	dec *capture.Decoupled
+	// stats is dec, for DecodeStats from other goroutines.
+	stats atomic.Pointer[capture.Decoupled]
 }
 
 // Serve runs a proxy from listen to upstream until ctx is done; tlsCert and
@@ -176,11 +185,17 @@ func (p *Proxy) serve(ctx context.Context, listeners []net.Listener, certs []*tl
 	if p.serial == nil {
 		p.serial = capture.NewSerial(p.Handler)
 	}
-	p.dec = capture.NewDecoupled(p.serial, p.DecodeBuffer)
+	opts := []capture.DecoupledOption{capture.CoalesceWakeups(decodeCoalesce)}
+	if !p.DecodeAnyCPU {
+		opts = append(opts, capture.PaceDecoder())
+	}
+	p.dec = capture.NewDecoupled(p.serial, p.DecodeBuffer, opts...)
+	p.stats.Store(p.dec)
 	defer p.dec.Shutdown()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	wg.Go(func() { p.watchDecoder(ctx) })
 	var mu sync.Mutex
 	active := make(map[net.Conn]struct{})
 	track := func(c net.Conn, add bool) bool {
@@ -249,6 +264,67 @@ func (p *Proxy) serve(ctx context.Context, listeners []net.Listener, certs []*tl
 	mu.Unlock()
 	wg.Wait()
 	return nil
+}
+
+// decodeCoalesce is how long the decoder, woken by a read after it was
+// idle, waits for more before it decodes (see [capture.CoalesceWakeups]):
+// at 10,000 small messages a second it is woken a thousand times a second
+// instead of twice a message.
+const decodeCoalesce = time.Millisecond
+
+// decoderWatch is how often the proxy looks whether its decoder is
+// behind, to say so on Log.
+const decoderWatch = time.Second
+
+// watchDecoder says on Log when the decoder falls behind the traffic (a
+// look finds bytes dropped since the one before) and when it has caught
+// up (none since), so that a decoder behind is seen while it happens as
+// well as in the units' gaps.
+func (p *Proxy) watchDecoder(ctx context.Context) {
+	t := time.NewTicker(decoderWatch)
+	defer t.Stop()
+	var last int64
+	behind := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dropped := p.dec.Dropped()
+		switch {
+		case dropped > last && !behind:
+			why := ""
+			if !p.DecodeAnyCPU {
+				why = " (it is paced to the CPU the machine can spare; --decode-cpu all has it compete with the traffic)"
+			}
+			p.logf("proxy: the decoder fell behind the traffic: %s not decoded so far, shown as gaps; forwarding goes on%s",
+				plural(dropped, "byte"), why)
+		case dropped == last && behind:
+			p.logf("proxy: the decoder caught up: %s of %s not decoded so far", plural(dropped, "byte"), plural(p.dec.Handed(), "byte"))
+		}
+		behind = dropped > last
+		last = dropped
+	}
+}
+
+// DecodeStats returns the bytes handed to the decoder since Serve began
+// and, of those, the bytes it was too far behind to take (each a gap in
+// the units, "N bytes not decoded: decoder behind"). It may be called
+// while the proxy runs.
+func (p *Proxy) DecodeStats() (handed, dropped int64) {
+	dec := p.stats.Load()
+	if dec == nil {
+		return 0, 0
+	}
+	return dec.Handed(), dec.Dropped()
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func (p *Proxy) logf(format string, args ...any) {

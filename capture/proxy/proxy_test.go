@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -387,10 +388,11 @@ func selfSigned(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
 // stuckHandler holds every call until released: a decoder as slow as can
 // be.
 type stuckHandler struct {
-	release chan struct{}
-	mu      sync.Mutex
-	seen    [2]int // bytes per direction, data and gaps together
-	gaps    int
+	release  chan struct{}
+	mu       sync.Mutex
+	seen     [2]int // bytes per direction, data and gaps together
+	gaps     int
+	gapBytes int64
 }
 
 func (h *stuckHandler) Data(f *capture.Flow, fromA bool, data []byte, t time.Time) {
@@ -405,6 +407,7 @@ func (h *stuckHandler) Gap(f *capture.Flow, fromA bool, n int, t time.Time) {
 	h.mu.Lock()
 	h.seen[side(fromA)] += n
 	h.gaps++
+	h.gapBytes += int64(n)
 	h.mu.Unlock()
 }
 
@@ -447,8 +450,9 @@ func (r *countingRecorder) counts() ([2]int, int) {
 
 // TestForwardingNeverWaitsForDecoding: with a handler that does not
 // return, clients still talk through the proxy, and the recorder (the -w
-// file) gets every byte while the handler is stuck; the handler, released,
-// is given every byte, as data or as gaps.
+// file) gets every byte while the handler is stuck; the proxy says on its
+// log that the decoder fell behind; the handler, released, is given every
+// byte, as data or as gaps, and DecodeStats counts them.
 func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 	up := listen(t)
 	defer up.Close()
@@ -458,8 +462,14 @@ func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 	s := capture.NewSerial(h)
 	s.SetRecorder(rec)
 	ln := listen(t)
+	var logMu sync.Mutex
+	var logged []string
 	p := &proxy.Proxy{Routes: []proxy.Route{{Listen: ln.Addr().String(), Upstream: up.Addr().String()}},
-		Serial: s, DecodeBuffer: 16 << 10}
+		Serial: s, DecodeBuffer: 16 << 10, Log: func(msg string) {
+			logMu.Lock()
+			logged = append(logged, msg)
+			logMu.Unlock()
+		}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- p.ServeListeners(ctx, []net.Listener{ln}) }()
@@ -491,6 +501,18 @@ func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 			t.Fatalf("the recorder saw %v bytes while the decoder was stuck, want %d each way", seen, want)
 		}
 	}
+	const behind = "proxy: the decoder fell behind the traffic: "
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		logMu.Lock()
+		found := slices.ContainsFunc(logged, func(l string) bool { return strings.HasPrefix(l, behind) })
+		logMu.Unlock()
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log never said %q: %q", behind, logged)
+		}
+	}
 	close(h.release)
 	cancel()
 	if err := <-done; err != nil {
@@ -501,6 +523,10 @@ func TestForwardingNeverWaitsForDecoding(t *testing.T) {
 	}
 	if h.gaps == 0 {
 		t.Fatal("the stuck handler was given no gap: the buffer was not bounded")
+	}
+	handed, dropped := p.DecodeStats()
+	if handed != 2*int64(want) || dropped != h.gapBytes {
+		t.Fatalf("DecodeStats %d handed, %d dropped; want %d, %d (the gaps' bytes)", handed, dropped, 2*want, h.gapBytes)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -30,6 +31,7 @@ func newProxyCmd() *cobra.Command {
 		upTLS    string
 		noInt    bool
 		faults   []string
+		decCPU   string
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [--fault RULE] [-w OUT.pcapng] [--headless]",
@@ -92,6 +94,11 @@ live applies to connections accepted after it).`,
 			default:
 				return usageErr("--upstream-tls %q: want auto, require or disable", upTLS)
 			}
+			switch decCPU {
+			case "spare", "all":
+			default:
+				return usageErr("--decode-cpu %q: want spare or all", decCPU)
+			}
 			set, err := parseFaults(faults, listens)
 			if err != nil {
 				return err
@@ -118,11 +125,22 @@ live applies to connections accepted after it).`,
 					}
 				}
 			}
+			var running atomic.Pointer[proxy.Proxy]
 			src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf, NoIntercept: noInt,
-					Faults: set, Inspect: newInspector(&f, decodeAs)}
+					Faults: set, Inspect: newInspector(&f, decodeAs), DecodeAnyCPU: decCPU == "all"}
+				running.Store(p)
 				return p.Serve(ctx)
 			}
+			// After the run (and the TUI) is over: how much of the traffic
+			// the units cover.
+			defer func() {
+				if p := running.Load(); p != nil {
+					if note := decoderNote(p.DecodeStats()); note != "" {
+						fmt.Fprintln(os.Stderr, note)
+					}
+				}
+			}()
 			proxyLog := func(o *tui.Options) {
 				o.Err = mergeErrs(o.Err, logs)
 				o.Faults = faultControl{set}
@@ -140,7 +158,18 @@ live applies to connections accepted after it).`,
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
+	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoder may take: spare (what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (as much as it needs, taken from the traffic)")
 	memory.register(cmd)
 	f.register(cmd)
 	return cmd
+}
+
+// decoderNote is the end-of-run line of a proxy whose decoder fell
+// behind, "" when it decoded everything.
+func decoderNote(handed, dropped int64) string {
+	if dropped == 0 {
+		return ""
+	}
+	return fmt.Sprintf("proxy: the decoder fell behind: %d of %d bytes (%.1f%%) not decoded, shown as gaps",
+		dropped, handed, 100*float64(dropped)/float64(max(handed, 1)))
 }

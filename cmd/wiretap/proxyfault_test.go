@@ -109,6 +109,15 @@ func TestFaultRulesRejected(t *testing.T) {
 	}
 }
 
+// TestDecodeCPURejected: --decode-cpu takes spare or all; anything else
+// is a usage error (status 2) in one line.
+func TestDecodeCPURejected(t *testing.T) {
+	_, stderr, code, _ := runWiretap(t, "proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--headless", "--decode-cpu", "most")
+	if code != 2 || !strings.Contains(stderr, `--decode-cpu "most": want spare or all`) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Errorf("--decode-cpu most: exit %d, stderr %q; want 2 and one line naming the value", code, stderr)
+	}
+}
+
 // pgxConfig parses the PostgreSQL peer's URL pointed at addr; cancel
 // makes a timed-out query send a CancelRequest at once (pgx's reaction
 // the delay test looks for), giving up on the connection deadline later.

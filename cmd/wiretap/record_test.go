@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -474,6 +475,10 @@ func TestProxyDecoderBehind(t *testing.T) {
 			<-copied
 			if err := proxy.Wait(); err != nil {
 				t.Fatalf("proxy: %v; stderr %s", err, stderr.String())
+			}
+			// How much the units cover, said once at the end.
+			if !regexp.MustCompile(`(?m)^proxy: the decoder fell behind: [1-9][0-9]* of [1-9][0-9]* bytes \([0-9.]+%\) not decoded, shown as gaps$`).MatchString(stderr.String()) {
+				t.Errorf("no end-of-run line for the decoder behind on stderr: %.2000s", stderr.String())
 			}
 			const want = " bytes not decoded: decoder behind"
 			switch format {
