@@ -61,6 +61,9 @@ proxy_url=${RABBITMQ_URL/$hostport/127.0.0.1:$PORT}
 work=$(mktemp -d)
 proxy_pid=
 session=wiretap-proxy-overhead-$$
+# An exchange of its own: another bench on the same RabbitMQ deletes
+# wiretap.bench-fanout when it ends.
+exchange=wiretap.proxy-overhead-$$
 nice_cmd=()
 if [ -n "$NICE" ]; then nice_cmd=(nice -n "$NICE"); fi
 
@@ -171,7 +174,7 @@ run() { # MODE -> "receive_rate p99_us decoded_share" in $work/result
 	if [ -n "$RATE" ]; then rate=(-r "$RATE"); fi
 	local ok=1
 	# shellcheck disable=SC2086
-	if ! "${nice_cmd[@]}" "$work/wiretap" bench --uri "$url" -t fanout -x 1 -y 1 -s 16 -a -z "$DURATION" --warm-up "$WARMUP" "${rate[@]}" $FLAGS --json >"$f" 2>"$f.err"; then
+	if ! "${nice_cmd[@]}" "$work/wiretap" bench --uri "$url" -t fanout -e "$exchange" -x 1 -y 1 -s 16 -a -z "$DURATION" --warm-up "$WARMUP" "${rate[@]}" $FLAGS --json >"$f" 2>"$f.err"; then
 		echo "proxy-overhead: run $n ($mode) failed: $(tail -1 "$f.err")" >&2
 		ok=
 	fi
