@@ -18,41 +18,11 @@ import (
 // has looked at in progress as it goes.
 func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
 	var out []int32
-	const every = 4096
-	if within == nil {
-		stop, err := int32(-1), error(nil)
-		units.Range(int(from), units.Len(), func(i int32, u *decode.Unit) bool {
-			if i%every == 0 {
-				if err = ctx.Err(); err != nil {
-					return false
-				}
-				if progress != nil {
-					progress.Store(int64(i))
-				}
-			}
-			if match(u) {
-				out = append(out, i)
-				if len(out) == limit {
-					stop = i + 1
-					return false
-				}
-			}
-			return true
-		})
-		if err != nil {
-			return nil, from, err
-		}
-		if stop >= 0 {
-			return out, stop, nil
-		}
-		return out, int32(units.Len()), nil
-	}
 	var err error
 	stop := int32(-1)
-	within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
-		if int(i) >= units.Len() {
-			return false
-		}
+	// visit looks at unit i, the n-th looked at (progress counts in n).
+	visit := func(n int, i int32, u *decode.Unit) bool {
+		const every = 4096
 		if n%every == 0 {
 			if err = ctx.Err(); err != nil {
 				return false
@@ -61,7 +31,7 @@ func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, 
 				progress.Store(int64(n))
 			}
 		}
-		if match(units.Load(i)) {
+		if match(u) {
 			out = append(out, i)
 			if len(out) == limit {
 				stop = i + 1
@@ -69,7 +39,14 @@ func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, 
 			}
 		}
 		return true
-	})
+	}
+	if within == nil {
+		units.Range(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
+	} else {
+		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
+			return int(i) < units.Len() && visit(n, i, units.Load(i))
+		})
+	}
 	if err != nil {
 		return nil, from, err
 	}
