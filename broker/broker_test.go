@@ -176,9 +176,19 @@ func TestChannelErrorsAsRabbitMQ(t *testing.T) {
 			return err
 		}, 406, "PRECONDITION_FAILED - inequivalent arg 'durable' for queue 'iq' in vhost '/': received 'true' but current is 'false'"},
 		{"unknown delivery tag", func(ch *amqp.Channel) error {
+			// basic.ack has no reply: the channel.close that answers it is
+			// read from the close notification, not from a later call,
+			// which fails with 504 instead when the close arrives first.
+			closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 			ch.Ack(42, false)
-			_, err := ch.QueueDeclarePassive("iq", false, false, false, false, nil)
-			return err
+			select {
+			case e, ok := <-closed:
+				if ok {
+					return e
+				}
+			case <-time.After(5 * time.Second):
+			}
+			return errors.New("no channel.close after an unknown delivery tag")
 		}, 406, "PRECONDITION_FAILED - unknown delivery tag 42"},
 		{"delete system exchange", func(ch *amqp.Channel) error {
 			return ch.ExchangeDelete("amq.direct", false, false)
