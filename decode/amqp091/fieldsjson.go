@@ -25,23 +25,15 @@ func init() {
 	// receiver is read back from the method value's closure. The layout is
 	// checked here, on a message of our own: where it does not hold, such
 	// units are rendered from their trees.
-	probe := new(message)
-	if messageOf(probe.dissect) == probe && messageOf(new(message).dissect) != probe {
-		decode.RegisterFieldsJSON(probe.dissect, messageFieldsJSON)
-		decode.RegisterDissectState(probe.dissect, freezeMessage, thawMessage)
+	if decode.ReceiverLayout(func(m *message) func(*decode.Unit) []*decode.Field { return m.dissect }) {
+		decode.RegisterFieldsJSON((&message{}).dissect, messageFieldsJSON)
+		decode.RegisterDissectState((&message{}).dissect, freezeMessage, thawMessage)
 	}
 	decode.RegisterDissect(dissectFrame, dissectMalformed, dissectProtocolHeader)
 }
 
-// messageOf returns the receiver of a method value m.dissect: the gc
-// toolchain represents it as a pointer to {code pointer, receiver}.
-func messageOf(f func(*decode.Unit) []*decode.Field) *message {
-	type closure struct {
-		code uintptr
-		m    *message
-	}
-	return (*(**closure)(unsafe.Pointer(&f))).m
-}
+// messageOf returns the receiver of a method value m.dissect.
+func messageOf(f func(*decode.Unit) []*decode.Field) *message { return decode.Receiver[message](f) }
 
 func frameFieldsJSON(b []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 	mark, count := len(b), 0

@@ -180,30 +180,18 @@ func IsTruncated(err error) bool {
 // 10-byte string and a 10 MB list, and allocates nothing.
 func Scan(b []byte, off int) (Value, error) { return scan(b, off, 0) }
 
-// scan locates a value. The common values (not described, fixed width or
-// with a one-byte size: integers, booleans, nulls, short strings and
-// binaries) are measured here; the rest by scanValue, which finds the
-// same for these.
+// scan locates a value (see scanTo).
 func scan(b []byte, off, depth int) (Value, error) {
-	if off >= 0 && off < len(b) {
-		code := Code(b[off])
-		e := &encodings[code]
-		switch {
-		case e.category == categoryFixed:
-			if end := off + 1 + e.width; end <= len(b) {
-				return Value{Start: off, End: end, Code: code, Data: off + 1}, nil
-			}
-		case e.category == categoryVariable && e.width == 1 && off+1 < len(b):
-			if end := off + 2 + int(b[off+1]); end <= len(b) {
-				return Value{Start: off, End: end, Code: code, Data: off + 2}, nil
-			}
-		}
-	}
-	return scanValue(b, off, depth)
+	var v Value
+	err := scanTo(b, off, depth, &v)
+	return v, err
 }
 
 // scanTo is scan writing into *v (which it overwrites, on error too):
-// loops that keep the values in place spare a copy of each.
+// loops that keep the values in place spare a copy of each. The common
+// values (not described, fixed width or with a one-byte size: integers,
+// booleans, nulls, short strings and binaries) are measured here; the rest
+// by scanValue, which finds the same for these.
 func scanTo(b []byte, off, depth int, v *Value) (err error) {
 	if off >= 0 && off < len(b) {
 		code := Code(b[off])
