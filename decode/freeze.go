@@ -104,13 +104,21 @@ func (u *Unit) Frozen() bool {
 	if u.Dissect != nil && dissectIDs[reflect.ValueOf(u.Dissect).Pointer()] == 0 {
 		return false
 	}
-	if u.notes != nil && u.notes.ext != nil {
-		x, ok := u.notes.ext.(FrozenExt)
-		if !ok || x.ExtKind() <= 0 || x.ExtKind() > len(extThaws) {
-			return false
-		}
+	_, ok := u.frozenExt()
+	return ok
+}
+
+// frozenExt returns the unit's Ext as a FrozenExt (nil without one), and
+// whether it freezes.
+func (u *Unit) frozenExt() (FrozenExt, bool) {
+	if u.notes == nil || u.notes.ext == nil {
+		return nil, true
 	}
-	return true
+	x, ok := u.notes.ext.(FrozenExt)
+	if !ok || x.ExtKind() <= 0 || x.ExtKind() > len(extThaws) {
+		return nil, false
+	}
+	return x, true
 }
 
 // AppendFrozen appends to b what [Unit.Thaw] needs to restore u's dissect
@@ -123,12 +131,9 @@ func (u *Unit) AppendFrozen(b []byte) ([]byte, bool) {
 		return b[:mark], false
 	}
 	n := u.notes
-	var x FrozenExt
-	if n != nil && n.ext != nil {
-		var ok bool
-		if x, ok = n.ext.(FrozenExt); !ok || x.ExtKind() <= 0 || x.ExtKind() > len(extThaws) {
-			return b[:mark], false
-		}
+	x, ok := u.frozenExt()
+	if !ok {
+		return b[:mark], false
 	}
 	if n == nil {
 		return append(b, 0), true
@@ -345,17 +350,35 @@ func (u *Unit) SetUnixNano(ns int64) {
 	u.ns, u.hasTime = ns, true
 }
 
+// AppendBytes appends v to b preceded by its length (a uvarint): the
+// field of a frozen form that ReadBytes reads back.
+func AppendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// ReadBytes reads what AppendBytes wrote at the start of b: v (a slice of
+// b, nil when empty) and the rest.
+func ReadBytes(b []byte) (v, rest []byte, ok bool) {
+	l, k := binary.Uvarint(b)
+	if k <= 0 || l > uint64(len(b)-k) {
+		return nil, b, false
+	}
+	if l == 0 {
+		return nil, b[k:], true
+	}
+	end := k + int(l)
+	return b[k:end:end], b[end:], true
+}
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
 
 func readString(b []byte) (string, []byte, bool) {
-	l, k := binary.Uvarint(b)
-	if k <= 0 || l > uint64(len(b)-k) {
-		return "", b, false
-	}
-	return string(b[k : k+int(l)]), b[k+int(l):], true
+	v, rest, ok := ReadBytes(b)
+	return string(v), rest, ok
 }
 
 // AppendFields appends an encoding of the field trees fs that

@@ -41,10 +41,10 @@ func freezeMessage(u *decode.Unit, b []byte) ([]byte, bool) {
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, m.size)
-	b = appendBytes(b, m.method)
-	b = appendBytes(b, m.header)
+	b = decode.AppendBytes(b, m.method)
+	b = decode.AppendBytes(b, m.header)
 	if !m.bodyInUnit {
-		b = appendBytes(b, m.body)
+		b = decode.AppendBytes(b, m.body)
 	}
 	return b, true
 }
@@ -62,14 +62,14 @@ func thawMessage(_ *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, 
 	}
 	m.size, b = size, b[1+k:]
 	var ok bool
-	if m.method, b, ok = readBytes(b); !ok {
+	if m.method, b, ok = decode.ReadBytes(b); !ok {
 		return nil, errFrozenMessage
 	}
-	if m.header, b, ok = readBytes(b); !ok {
+	if m.header, b, ok = decode.ReadBytes(b); !ok {
 		return nil, errFrozenMessage
 	}
 	if !m.bodyInUnit {
-		if m.body, _, ok = readBytes(b); !ok {
+		if m.body, _, ok = decode.ReadBytes(b); !ok {
 			return nil, errFrozenMessage
 		}
 	}
@@ -77,22 +77,6 @@ func thawMessage(_ *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, 
 }
 
 var errFrozenMessage = errors.New("amqp091: frozen message: malformed")
-
-func appendBytes(b, v []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
-}
-
-func readBytes(b []byte) (v, rest []byte, ok bool) {
-	l, k := binary.Uvarint(b)
-	if k <= 0 || l > uint64(len(b)-k) {
-		return nil, b, false
-	}
-	if l == 0 {
-		return nil, b[k:], true
-	}
-	return b[k : k+int(l) : k+int(l)], b[k+int(l):], true
-}
 
 // framePayload returns the payload of the frame in u.Raw.
 func framePayload(u *decode.Unit) []byte {

@@ -40,8 +40,7 @@ func (m *CompletedMessage) AppendExt(u *decode.Unit, b []byte) []byte {
 	for _, v := range [...]uint64{uint64(m.Frames), uint64(m.Channel), uint64(m.Handle), uint64(m.DeliveryID), uint64(m.RawOffset), uint64(m.RawFrom)} {
 		b = binary.AppendUvarint(b, v)
 	}
-	b = binary.AppendUvarint(b, uint64(len(m.Link)))
-	b = append(b, m.Link...)
+	b = decode.AppendBytes(b, []byte(m.Link))
 	b, _ = decode.AppendFields(b, m.Annotations)
 	return b
 }
@@ -93,11 +92,11 @@ func thawCompleted(u *decode.Unit, b []byte) (any, error) {
 		}
 		m.Bytes = u.Raw[m.RawOffset : m.RawOffset+int(n) : m.RawOffset+int(n)]
 	}
-	l, k := binary.Uvarint(b)
-	if k <= 0 || l > uint64(len(b)-k) {
+	link, b, ok := decode.ReadBytes(b)
+	if !ok {
 		return nil, errFrozenMessage
 	}
-	m.Link, b = string(b[k:k+int(l)]), b[k+int(l):]
+	m.Link = string(link)
 	var err error
 	if m.Annotations, _, err = decode.ReadFields(b); err != nil {
 		return nil, err
