@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"strconv"
 
 	"github.com/wiretap-dev/wiretap/broker/state"
@@ -228,7 +229,7 @@ type routed struct {
 	r         state.Route
 	err       error
 	mandatory bool
-	tree      []*decode.Field // a thawed explanation: the tree itself
+	tree      []byte // a thawed explanation: its tree as decode.AppendFields wrote it
 }
 
 func (x *routed) fields(u *decode.Unit) []*decode.Field {
@@ -237,10 +238,9 @@ func (x *routed) fields(u *decode.Unit) []*decode.Field {
 		fs = x.dissect(u)
 	}
 	if x.tree != nil {
-		// A tree is changed by whoever reads it (filters unplace
-		// fields): each caller gets a copy.
-		b, _ := decode.AppendFields(nil, x.tree)
-		t, _, _ := decode.ReadFields(b)
+		// Read afresh for each caller, as a dissector builds its tree:
+		// whoever reads one may change it.
+		t, _, _ := decode.ReadFields(x.tree)
 		return append(fs[:len(fs):len(fs)], t...)
 	}
 	return append(fs[:len(fs):len(fs)], routeTree(x.r, x.err, x.mandatory))
@@ -260,11 +260,10 @@ func freezeRouted(u *decode.Unit, b []byte) ([]byte, bool) {
 	if !ok {
 		return b, false
 	}
-	tree := x.tree
-	if tree == nil {
-		tree = []*decode.Field{routeTree(x.r, x.err, x.mandatory)}
+	if x.tree != nil {
+		return append(b, x.tree...), true
 	}
-	return decode.AppendFields(b, tree)
+	return decode.AppendFields(b, []*decode.Field{routeTree(x.r, x.err, x.mandatory)})
 }
 
 func thawRouted(u *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, error) {
@@ -272,11 +271,12 @@ func thawRouted(u *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, e
 	if err != nil {
 		return nil, err
 	}
-	tree, _, err := decode.ReadFields(rest)
-	if err != nil {
+	// The tree is checked once here and kept as its bytes, copied: they
+	// are a slice of the block the store read, which they would keep.
+	if _, _, err := decode.ReadFields(rest); err != nil {
 		return nil, err
 	}
-	return (&routed{dissect: dissect, tree: tree}).fields, nil
+	return (&routed{dissect: dissect, tree: bytes.Clone(rest)}).fields, nil
 }
 
 // explain is Explain, from the cache when the publish has no headers (a
