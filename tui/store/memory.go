@@ -116,11 +116,11 @@ type memory struct {
 	err        error // the files could not be made or written: nothing more is frozen
 	scratch    []byte
 
-	pages pageCache
+	pages pageCache[int, rec]
 	thaws thawed
 
 	fullLists []fullPage // list pages in memory, oldest first
-	listCache listCache
+	listCache pageCache[listKey, int32]
 
 	// heapBound: see SetHeapBound. shrink is what the budget is lowered
 	// by, from the live heap the collector last measured; gcs is the cycle
@@ -223,6 +223,7 @@ func (m *memory) open() error {
 	m.spill, m.idx, m.w = f, x, bufio.NewWriterSize(f, 1<<20)
 	m.tail = make([]rec, 0, recPage)
 	m.pin = map[int32]*decode.Unit{}
+	m.pages.max, m.listCache.max = cachedPages, cachedListPages
 	return nil
 }
 
@@ -392,52 +393,56 @@ func (s *Store) recAt(i int) (*rec, error) {
 	if p >= m.pagesOut {
 		return &m.tail[i-p*recPage], nil
 	}
-	page, err := m.pages.get(p, m.idx)
+	page, err := m.pages.get(p, recPage, m.idx, int64(p)*int64(recPage*recSize), "index file")
 	if err != nil {
 		return nil, err
 	}
 	return &page[i%recPage], nil
 }
 
-// pageCache keeps the last pages of records read or written.
-type pageCache struct {
+// pageCache keeps the last pages read or written of a file of pages
+// (records, lists), first in, first out; safe from any goroutine.
+type pageCache[K comparable, T any] struct {
 	mu    sync.Mutex
-	pages map[int][]rec
-	order []int
+	max   int
+	pages map[K][]T
+	order []K
 }
 
-func (c *pageCache) put(p int, page []rec) {
+func (c *pageCache[K, T]) put(k K, page []T) {
 	c.mu.Lock()
-	c.putLocked(p, page)
+	c.putLocked(k, page)
 	c.mu.Unlock()
 }
 
-func (c *pageCache) putLocked(p int, page []rec) {
+func (c *pageCache[K, T]) putLocked(k K, page []T) {
 	if c.pages == nil {
-		c.pages = map[int][]rec{}
+		c.pages = map[K][]T{}
 	}
-	if _, ok := c.pages[p]; ok {
+	if _, ok := c.pages[k]; ok {
 		return
 	}
-	if len(c.order) >= cachedPages {
+	if len(c.order) >= c.max {
 		delete(c.pages, c.order[0])
 		c.order = append(c.order[:0], c.order[1:]...)
 	}
-	c.pages[p] = page
-	c.order = append(c.order, p)
+	c.pages[k] = page
+	c.order = append(c.order, k)
 }
 
-func (c *pageCache) get(p int, f *os.File) ([]rec, error) {
+// get returns page k, read with n entries from f at off when not cached.
+func (c *pageCache[K, T]) get(k K, n int, f *os.File, off int64, what string) ([]T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if page, ok := c.pages[p]; ok {
+	if page, ok := c.pages[k]; ok {
 		return page, nil
 	}
-	page := make([]rec, recPage)
-	if _, err := f.ReadAt(recBytes(page), int64(p)*int64(recPage*recSize)); err != nil {
-		return nil, errors.New("store: index file: " + err.Error())
+	page := make([]T, n)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&page[0])), n*int(unsafe.Sizeof(page[0])))
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, errors.New("store: " + what + ": " + err.Error())
 	}
-	c.putLocked(p, page)
+	c.putLocked(k, page)
 	return page, nil
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"sort"
-	"sync"
 	"unsafe"
 )
 
@@ -144,7 +143,7 @@ func (l *ixList) page(p int) ([]int32, int) {
 	if pg := l.pages[k]; pg != nil {
 		return pg, k * listPage
 	}
-	pg, err := l.st.mem.listCache.get(l, k)
+	pg, err := l.st.mem.listCache.get(listKey{l.id, k}, listPage, l.st.mem.spill, l.offs[k], "spill file")
 	if err != nil {
 		pg = make([]int32, listPage)
 	}
@@ -174,40 +173,10 @@ func (s *Store) spillLists(end int64) (written []fullPage, offs []int64, newEnd 
 	return written, offs, end, nil
 }
 
-// listCache keeps the last pages of lists read back.
-type listCache struct {
-	mu    sync.Mutex
-	pages map[listKey][]int32
-	order []listKey
-}
-
+// listKey names a list's page in the store's cache of them.
 type listKey struct{ id, p int }
 
 const cachedListPages = 32
-
-func (c *listCache) get(l *ixList, p int) ([]int32, error) {
-	k := listKey{l.id, p}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if pg, ok := c.pages[k]; ok {
-		return pg, nil
-	}
-	pg := make([]int32, listPage)
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&pg[0])), listPage*4)
-	if _, err := l.st.mem.spill.ReadAt(b, l.offs[p]); err != nil {
-		return nil, errors.New("store: spill file: " + err.Error())
-	}
-	if c.pages == nil {
-		c.pages = map[listKey][]int32{}
-	}
-	if len(c.order) >= cachedListPages {
-		delete(c.pages, c.order[0])
-		c.order = append(c.order[:0], c.order[1:]...)
-	}
-	c.pages[k] = pg
-	c.order = append(c.order, k)
-	return pg, nil
-}
 
 // Seq is a list of unit indices read by position: Rows, or a view of
 // them such as the unit list's rows with groups expanded.
