@@ -336,6 +336,9 @@ if [[ -n $SCALE ]]; then
 		((NOW > deadline)) && die "wiretap never loaded $SCALE"
 		nap 0.2
 	done
+	# A store error (a full disk) takes the title's room and hides
+	# "reading": the file is not loaded then, whatever the test above says.
+	[[ $(screen | head -1) == *"(store:"* ]] && die "the store failed: $(screen | head -1)"
 	now
 	LOADED=$(((NOW - T0) / 1000))
 	HWM=$(awk '/^VmHWM/ {print $2}' /proc/"$PANE_PID"/status 2>/dev/null || echo 0)

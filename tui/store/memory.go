@@ -491,12 +491,12 @@ func blobEnd(r *rec) int64 {
 // thaw rebuilds frozen unit i from its record and blob (a slice of the
 // spill file starting at r.data). A pinned unit comes back as its copy
 // with its bytes. The caller is the UI goroutine or holds mu for reading.
-func (s *Store) thaw(i int32, r *rec, blob []byte) (*decode.Unit, error) {
+func (s *Store) thaw(i int32, r *rec, blob []byte) *decode.Unit {
 	m := &s.mem
 	if r.flags&recPinned != 0 {
 		cp := *m.pin[i]
 		cp.Raw = blob[:r.rawLen:r.rawLen]
-		return &cp, nil
+		return &cp
 	}
 	sum, ext := blob[:r.sumLen], blob[r.sumLen:r.sumLen+r.extLen]
 	raw := blob[r.sumLen+r.extLen : r.sumLen+r.extLen+r.rawLen : r.sumLen+r.extLen+r.rawLen]
@@ -517,7 +517,7 @@ func (s *Store) thaw(i int32, r *rec, blob []byte) (*decode.Unit, error) {
 	if err := u.Thaw(ext); err != nil {
 		u.SetErr("store: this unit could not be rebuilt from the spill file: " + err.Error())
 	}
-	return u, nil
+	return u
 }
 
 // unitAt returns unit i: held whole, pinned (without its bytes), or
@@ -597,9 +597,7 @@ func (s *Store) loadRange(lo, hi int, fn func(i int32, u *decode.Unit) bool) (*d
 		if r.data < from || blobEnd(r) > to {
 			return nil, errors.New("store: index file: record out of place")
 		}
-		if u, err = s.thaw(int32(i), r, buf[r.data-from:blobEnd(r)-from]); err != nil {
-			return nil, err
-		}
+		u = s.thaw(int32(i), r, buf[r.data-from:blobEnd(r)-from])
 		if !fn(int32(i), u) {
 			break
 		}
