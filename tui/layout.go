@@ -143,6 +143,9 @@ func (m *Model) titleBar() string {
 		if _, err := m.st.Spilled(); err != nil {
 			mem += " (" + err.Error() + ")"
 		}
+		if n := m.st.Dropped(); n > 0 {
+			mem += " " + group(n) + " units not kept"
+		}
 		parts = append(parts, mem)
 	}
 	switch {

@@ -349,3 +349,39 @@ func BenchmarkLoadSpilled(b *testing.B) {
 		i = (i + 7) % 1000
 	}
 }
+
+// TestFreezeFailureBoundsMemory: when the store can freeze nothing more
+// (here its spill file is closed under it, as a full disk would fail its
+// writes), it keeps what it has and counts what it no longer keeps,
+// instead of growing past its budget.
+func TestFreezeFailureBoundsMemory(t *testing.T) {
+	const budget = 1 << 20
+	units := bulky(2000) // 8 MiB of bytes
+	s := New()
+	s.SetBudget(budget)
+	defer s.Close()
+	s.Append(units[:400])
+	if k, err := s.Spilled(); k == 0 || err != nil {
+		t.Fatalf("%d spilled (%v): the test needs the spill file open", k, err)
+	}
+	s.mem.spill.Close() // every write from now on fails
+	for i := 400; i < len(units); i += 50 {
+		s.Append(units[i : i+50])
+	}
+	if _, err := s.Spilled(); err == nil {
+		t.Fatal("no error from a closed spill file")
+	}
+	used, _ := s.Memory()
+	if used > 2*budget {
+		t.Fatalf("%d bytes accounted with freezing failed, budget %d", used, budget)
+	}
+	if s.Dropped() == 0 || s.Len()+s.Dropped() != len(units) {
+		t.Fatalf("%d kept, %d dropped, of %d", s.Len(), s.Dropped(), len(units))
+	}
+	k, _ := s.Spilled()
+	for i := k; i < s.Len(); i++ {
+		if !bytes.Equal(s.Load(int32(i)).Raw, units[i].Raw) {
+			t.Fatalf("unit %d, held whole, lost its bytes", i)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type Store struct {
 	types  []string
 	typeIx map[string]uint16
 	lists  int // ixLists made, for their cache keys
+
+	dropped int // units not kept: the budget spent with nothing frozen
 }
 
 // New returns an empty store.
@@ -48,6 +50,16 @@ func New() *Store {
 // Append adds a batch of units in output order.
 func (s *Store) Append(batch []*decode.Unit) {
 	m := &s.mem
+	if m.err != nil && m.index+m.raw > m.budget {
+		// Nothing can be frozen any more (the disk is full, say) and the
+		// budget is spent: what is kept stays, what comes is counted.
+		for _, u := range batch {
+			if u != nil {
+				s.dropped++
+			}
+		}
+		return
+	}
 	m.mu.Lock()
 	start := s.n
 	for _, u := range batch {
@@ -243,6 +255,10 @@ func (s *Store) ConnIndex(c *decode.Conn) int {
 	}
 	return -1
 }
+
+// Dropped counts the units Append did not keep because the budget was
+// spent and the store could freeze nothing more (see Spilled's error).
+func (s *Store) Dropped() int { return s.dropped }
 
 // Problems counts units carrying warnings or an error.
 func (s *Store) Problems() int { return s.problem }
