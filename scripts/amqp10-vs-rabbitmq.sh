@@ -20,7 +20,9 @@
 # plugin takes the 3.x address /amq/queue/NAME. The embedded broker runs
 # headless on 127.0.0.1:$PORT (default 5673) with its tap decoding every
 # frame to /dev/null, as `wiretap broker --headless` always does, and
-# takes /queues/NAME. PAUSE (default 2 s) separates the runs.
+# takes /queues/NAME; TAP=off runs it with --no-tap instead (the broker
+# alone, as scripts/broker-vs-rabbitmq.sh's ratio column does). PAUSE
+# (default 2 s) separates the runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
@@ -29,6 +31,9 @@ PORT=${PORT:-5673}
 PAUSE=${PAUSE:-2}
 SIZE=${SIZE:-12}
 CREDIT=${CREDIT:-10000}
+TAP=${TAP:-on}
+tapflag=()
+if [ "$TAP" = off ]; then tapflag=(--no-tap); fi
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 settled=()
@@ -51,7 +56,7 @@ if command -v rabbitmq-plugins >/dev/null; then
 	fi
 fi
 go build -o "$work/wiretap" ./cmd/wiretap
-"$work/wiretap" broker --headless --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
+"$work/wiretap" broker --headless "${tapflag[@]}" --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
 broker_pid=$!
 up=
 for _ in $(seq 50); do

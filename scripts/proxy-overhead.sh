@@ -20,6 +20,9 @@
 #   NICE=-15 RENICE_RABBITMQ=1 scripts/proxy-overhead.sh
 #   BASELINE=/tmp/wiretap-old MODES="direct headless headless-base" ...
 #                                                   *-base modes: that binary's proxy
+#   MODES="direct socat headless" ...               socat: the same hop through
+#                                                   socat(1), a forwarder that decodes
+#                                                   nothing: what any proxy costs here
 #
 # The goal: throughput within 10% of direct and under 200 µs of
 # added p99. Publishers are unlimited by default (PerfTest's default), so
@@ -50,6 +53,10 @@ CPUPROFILE=${CPUPROFILE:-}
 BASELINE=${BASELINE:-}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 MODES=${MODES:-direct headless tui}
+if [[ " $MODES " == *" socat "* ]] && ! command -v socat >/dev/null; then
+	echo "proxy-overhead: no socat: the socat mode is left out" >&2
+	MODES=$(echo "$MODES" | tr ' ' '\n' | grep -vx socat | tr '\n' ' ')
+fi
 if [[ " $MODES " == *" tui"* ]] && ! command -v tmux >/dev/null; then
 	echo "proxy-overhead: no tmux: the TUI modes are left out" >&2
 	MODES=$(echo "$MODES" | tr ' ' '\n' | grep -v '^tui' | tr '\n' ' ')
@@ -136,6 +143,10 @@ start_proxy() { # MODE
 	esac
 	: >"$work/proxy.err"
 	case $1 in
+	socat)
+		"${nice_cmd[@]}" socat "TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr,fork,nodelay" "TCP:$hostport,nodelay" 2>"$work/proxy.err" &
+		proxy_pid=$!
+		;;
 	headless*)
 		# shellcheck disable=SC2086
 		"${nice_cmd[@]}" "$bin" "${prof[@]}" proxy --headless --listen "127.0.0.1:$PORT" --upstream "$hostport" "${extra[@]}" $PROXY_FLAGS >/dev/null 2>"$work/proxy.err" &
@@ -180,7 +191,7 @@ run() { # MODE -> "receive_rate p99_us decoded_share" in $work/result
 	fi
 	stop_proxy
 	# A baseline binary may not say what it did not decode.
-	if [ "$mode" != direct ] && [[ $mode != *-base ]]; then share=$(decoded_share); fi
+	if [ "$mode" != direct ] && [ "$mode" != socat ] && [[ $mode != *-base ]]; then share=$(decoded_share); fi
 	if [ -n "$ok" ]; then
 		tail -1 "$f" | python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"], sys.argv[1])' "$share" >"$work/result"
 	else
