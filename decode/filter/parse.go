@@ -39,6 +39,7 @@ type Filter struct {
 	expr     string
 	root     *node // nil matches everything
 	dissects bool
+	deep     bool // see Shallow
 }
 
 // String returns the expression the filter was compiled from.
@@ -52,6 +53,16 @@ func (f *Filter) String() string {
 // Dissects reports whether Match needs units' field trees (the expression
 // names a field that is not virtual), which makes it much slower.
 func (f *Filter) Dissects() bool { return f != nil && f.dissects }
+
+// Shallow reports whether Match reads nothing of a unit but its plain
+// fields: N, Offset, Len, its time, Conn, Type, Channel and HasChannel,
+// Dir, Proto, Secret, and the N of its Parent. A unit rebuilt with those
+// alone, such as a record of a unit whose bytes were put aside, then gets
+// the answer the whole unit gets. The fields read from elsewhere are the
+// tree fields, summary, error, warning, amqp.checksum(.algorithm),
+// amqp.message_id, and the bytes amqp and pgsql give when tested (present
+// alone, they are shallow). A filter that matches everything is shallow.
+func (f *Filter) Shallow() bool { return f == nil || !f.deep }
 
 type nodeOp uint8
 
@@ -146,7 +157,7 @@ func CompileWith(expr string, memo *Memo) (*Filter, error) {
 		e.Hint = "join tests with && or ||"
 		return nil, e
 	}
-	f.root, f.dissects = root, p.dissects
+	f.root, f.dissects, f.deep = root, p.dissects, deep(root)
 	return f, nil
 }
 

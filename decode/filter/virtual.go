@@ -284,6 +284,42 @@ func stringValue(u *decode.Unit, id vid) (s string, ok bool) {
 	return "", false
 }
 
+// shallowVirtual reports whether virtual field id is read from a unit's
+// plain fields alone (see [Filter.Shallow]): from what virtualValue,
+// intValue and stringValue read, N, Len, Offset, the time, Conn (its ID
+// and endpoints), Channel and HasChannel, Dir, Proto, Type, Secret and
+// Parent's N. When tested, amqp and pgsql give the unit's bytes; present
+// alone, they read only Proto (deep says which).
+func shallowVirtual(id vid) bool {
+	switch id {
+	case vFrameNumber, vFrameLen, vFrameOffset, vFrameTime, vFrameTimeEpoch, vFrameDir,
+		vConn, vTCPStream, vTCPPort, vTCPSrcPort, vTCPDstPort, vIPAddr, vIPSrc, vIPDst,
+		vProto, vType, vSecret, vParent, vAMQP, vAMQPChannel, vAMQPMethod,
+		vAMQPPerformative, vAMQPType, vPgSQL, vPgSQLType:
+		return true
+	}
+	return false // vSummary, vError, vWarning, vAMQPChecksum(Algorithm), vAMQPMessageID: the notes
+}
+
+// deep reports whether expression n reads anything of a unit beyond its
+// plain fields (the opposite of [Filter.Shallow]).
+func deep(n *node) bool {
+	switch n.op {
+	case nAnd, nOr, nNot:
+		for _, k := range n.kids {
+			if deep(k) {
+				return true
+			}
+		}
+		return false
+	case nTest:
+		if n.virt == vAMQP || n.virt == vPgSQL {
+			return true // the unit's bytes
+		}
+	}
+	return n.virt == vNone || !shallowVirtual(n.virt)
+}
+
 // endpoint stores ap's port (tcp.*) or address (ip.*) in v.
 func endpoint(ap netip.AddrPort, id vid, v *value) bool {
 	if !ap.IsValid() {
