@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/filter"
 	"github.com/wiretap-dev/wiretap/tui/store"
 )
 
@@ -172,17 +173,23 @@ type baseKey struct {
 }
 
 type filterState struct {
-	expr     string
-	match    func(*decode.Unit) bool
-	rows     []int32
-	upto     int32
-	gen      int
-	running  bool
-	cancel   context.CancelFunc
-	progress *atomic.Int64
-	total    int64
-	shownKey baseKey
-	shownLen int
+	expr  string
+	match func(*decode.Unit) bool
+	// shallow says match reads only units' plain fields, so scans give
+	// it frozen units as shells of their records (see shallowFilter); it
+	// was worked out for the expression shallowOf, when shallowSet.
+	shallow    bool
+	shallowSet bool
+	shallowOf  string
+	rows       []int32
+	upto       int32
+	gen        int
+	running    bool
+	cancel     context.CancelFunc
+	progress   *atomic.Int64
+	total      int64
+	shownKey   baseKey
+	shownLen   int
 }
 
 type searchState struct {
@@ -210,6 +217,32 @@ func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
 	return tea.Batch(m.scan(0, firstScreen), m.tick())
 }
 
+// filterShallow reports whether the filter applied reads only units'
+// plain fields, worked out once per expression: setFilter applies
+// filters, but New applies Options.Filter itself.
+func (m *Model) filterShallow() bool {
+	f := &m.flt
+	if !f.shallowSet || f.shallowOf != f.expr {
+		f.shallow, f.shallowSet, f.shallowOf = f.match != nil && m.shallowFilter(f.expr), true, f.expr
+	}
+	return f.shallow
+}
+
+// shallowFilter reports whether filter expr reads nothing of a unit but
+// its plain fields ([filter.Filter.Shallow]), which a frozen unit's record
+// holds: then its scans need not rebuild frozen units from the spill file.
+// Only decode/filter's language, the default, is known to say so; a
+// language the caller gave (Options.Lang) is taken to read everything.
+// Compiling expr again costs microseconds, against the scan's
+// milliseconds.
+func (m *Model) shallowFilter(expr string) bool {
+	if m.opt.Lang != nil {
+		return false
+	}
+	f, err := filter.Compile(expr)
+	return err == nil && f.Shallow()
+}
+
 // firstScreen is how many matches the first run of a new filter looks for
 // before it reports, so the list shows them while the rest is scanned;
 // firstScreenUnits bounds the units that run looks at, so that a rare
@@ -234,11 +267,11 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 		w := m.st.ConnUnits(m.connSel)
 		within, f.total = &w, int64(w.Len())
 	}
-	gen, match, progress := f.gen, f.match, f.progress
+	gen, match, shallow, progress := f.gen, f.match, m.filterShallow(), f.progress
 	if within == nil && limit == 0 {
 		progress.Store(int64(from))
 		return func() tea.Msg {
-			rows, err := store.ScanAll(ctx, units, from, match, progress)
+			rows, err := store.ScanAll(ctx, units, from, match, shallow, progress)
 			return filterDoneMsg{gen: gen, from: from, upto: int32(units.Len()), rows: rows, err: err}
 		}
 	}
@@ -246,7 +279,7 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 		units = units.Head(int(from) + firstScreenUnits)
 	}
 	return func() tea.Msg {
-		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, progress)
+		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, shallow, progress)
 		return filterDoneMsg{gen: gen, from: from, upto: upto, rows: rows, err: err}
 	}
 }
@@ -271,7 +304,9 @@ func (m *Model) filterDone(msg filterDoneMsg) tea.Cmd {
 	return cmd
 }
 
-// catchUp matches units that arrived since the last scan.
+// catchUp matches units that arrived since the last scan: a few on the UI
+// goroutine, as a scan would (units of a shallow filter not rebuilt, a
+// chosen connection's read from its list), more in the background.
 func (m *Model) catchUp() tea.Cmd {
 	f := &m.flt
 	n := int32(m.st.Len())
@@ -281,16 +316,13 @@ func (m *Model) catchUp() tea.Cmd {
 	if n-f.upto > syncCatchUp {
 		return m.scan(f.upto, 0)
 	}
-	var conn *decode.Conn
+	var within *store.Rows
 	if m.connSel >= 0 {
-		conn = m.st.Conns()[m.connSel]
+		w := m.st.ConnUnits(m.connSel)
+		within = &w
 	}
-	for i := f.upto; i < n; i++ {
-		u := m.st.Unit(i)
-		if (conn == nil || u.Conn == conn) && f.match(m.st.Load(i)) {
-			f.rows = append(f.rows, i)
-		}
-	}
+	rows, _, _ := store.Scan(context.Background(), m.st.Snapshot(), within, f.upto, 0, f.match, m.filterShallow(), nil)
+	f.rows = append(f.rows, rows...)
 	f.upto = n
 	return nil
 }

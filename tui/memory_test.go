@@ -83,3 +83,55 @@ func TestMemoryBudgetKeepsEveryView(t *testing.T) {
 	d.contains("mem ")
 	ref.lacks("mem ")
 }
+
+// TestShallowFilterOnFrozenUnits: filters on virtual fields, given from
+// the start (--filter, caught up as units arrive), edited in the filter
+// bar, given with :filter, and within a chosen connection, find over
+// units all frozen (matched on their records, unread blobs) the rows they
+// find with no budget.
+func TestShallowFilterOnFrozenUnits(t *testing.T) {
+	units := func() []*decode.Unit { return fake.Generate(8000, 5) }
+	steps := func(budget int64) (rows [][]int32, d *driver) {
+		d = newDriver(t, Options{Title: "x", Memory: budget, Filter: `amqp.channel == 1 && frame.number > 2000 || frame.len > 60`}, 140, 50)
+		t.Cleanup(func() { d.m.st.Close() })
+		us := units()
+		feed := func(us []*decode.Unit, closed bool) {
+			for i := 0; i < len(us); i += 500 {
+				d.send(unitsMsg{batches: [][]*decode.Unit{us[i:min(i+500, len(us))]}, closed: closed && i+500 >= len(us)})
+			}
+		}
+		snap := func() {
+			if !d.m.filterShallow() {
+				t.Fatalf("%q: not shallow", d.m.flt.expr)
+			}
+			rows = append(rows, slices.Clone(d.m.flt.rows))
+		}
+		feed(us[:5000], false)
+		snap()
+		d.keys("/")
+		d.typeText(` || pgsql.type == "DataRow"`)
+		d.keys("enter")
+		snap()
+		d.keys(":")
+		d.typeText(`filter conn == 2 || frame.len > 300`)
+		d.keys("enter")
+		snap()
+		d.keys(":")
+		d.typeText("conn 2")
+		d.keys("enter")
+		snap()
+		feed(us[5000:], true)
+		snap()
+		return rows, d
+	}
+	want, _ := steps(0)
+	got, d := steps(1)
+	if k, _ := d.m.st.Spilled(); k != d.m.st.Len() {
+		t.Fatalf("%d of %d units frozen", k, d.m.st.Len())
+	}
+	for i := range want {
+		if len(want[i]) == 0 || !slices.Equal(got[i], want[i]) {
+			t.Fatalf("step %d: %d rows frozen, want %d", i, len(got[i]), len(want[i]))
+		}
+	}
+}

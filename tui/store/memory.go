@@ -430,6 +430,14 @@ func (c *pageCache[K, T]) putLocked(k K, page []T) {
 	c.order = append(c.order, k)
 }
 
+// lookup returns page k if it is cached.
+func (c *pageCache[K, T]) lookup(k K) ([]T, bool) {
+	c.mu.Lock()
+	page, ok := c.pages[k]
+	c.mu.Unlock()
+	return page, ok
+}
+
 // get returns page k, read with n entries from f at off when not cached.
 func (c *pageCache[K, T]) get(k K, n int, f *os.File, off int64, what string) ([]T, error) {
 	c.mu.Lock()

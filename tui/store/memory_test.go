@@ -159,18 +159,18 @@ func TestSpilledFiltersPairsAndStats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := ScanAll(ctx, ref.Snapshot(), 0, f.Match, nil)
+			want, err := ScanAll(ctx, ref.Snapshot(), 0, f.Match, false, nil)
 			if err != nil || len(want) == 0 {
 				t.Fatalf("%s: no rows to compare (%v)", e, err)
 			}
-			got, err := ScanAll(ctx, s.Snapshot(), 0, f.Match, nil)
+			got, err := ScanAll(ctx, s.Snapshot(), 0, f.Match, false, nil)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("%s, %s: %d rows, want %d", name, e, len(got), len(want))
 			}
 			// Scan within a connection reads unit by unit.
 			within, refWithin := s.ConnUnits(0), ref.ConnUnits(0)
-			wantIn, _, _ := Scan(ctx, ref.Snapshot(), &refWithin, 0, 0, f.Match, nil)
-			gotIn, _, _ := Scan(ctx, s.Snapshot(), &within, 0, 0, f.Match, nil)
+			wantIn, _, _ := Scan(ctx, ref.Snapshot(), &refWithin, 0, 0, f.Match, false, nil)
+			gotIn, _, _ := Scan(ctx, s.Snapshot(), &within, 0, 0, f.Match, false, nil)
 			if !slices.Equal(gotIn, wantIn) {
 				t.Fatalf("%s, %s within a connection: %d rows, want %d", name, e, len(gotIn), len(wantIn))
 			}
@@ -203,7 +203,7 @@ func TestSpilledFiltersPairsAndStats(t *testing.T) {
 }
 
 // TestSpillWhileScanning: a background scan over a snapshot sees every
-// unit's own bytes while the UI goroutine appends and spills (run with
+// unit's own bytes (and a shallow one its own plain fields) while the UI goroutine appends and spills (run with
 // -race, it also checks the locking).
 func TestSpillWhileScanning(t *testing.T) {
 	units := bulky(3000)
@@ -220,6 +220,13 @@ func TestSpillWhileScanning(t *testing.T) {
 			v.Range(0, v.Len(), func(i int32, u *decode.Unit) bool {
 				if !bytes.Equal(u.Raw, want[i]) {
 					bad = "unit " + strconv.Itoa(int(i)) + " has other bytes"
+					return false
+				}
+				return true
+			})
+			v.RangeShallow(0, v.Len(), func(i int32, u *decode.Unit) bool {
+				if u.N != units[i].N || u.Len != units[i].Len || u.Type != units[i].Type {
+					bad = "unit " + strconv.Itoa(int(i)) + " has another shell"
 					return false
 				}
 				return true
@@ -301,8 +308,8 @@ func TestSpilledRealUnits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, _ := ScanAll(context.Background(), ref.Snapshot(), 0, f.Match, nil)
-			got, _ := ScanAll(context.Background(), v, 0, f.Match, nil)
+			want, _ := ScanAll(context.Background(), ref.Snapshot(), 0, f.Match, false, nil)
+			got, _ := ScanAll(context.Background(), v, 0, f.Match, false, nil)
 			if !slices.Equal(got, want) {
 				t.Fatalf("%s, %s: %d rows, want %d", name, e, len(got), len(want))
 			}
@@ -329,7 +336,7 @@ func BenchmarkScanSpilled(b *testing.B) {
 			s.Append(units)
 			b.ReportAllocs()
 			for b.Loop() {
-				ScanAll(context.Background(), s.Snapshot(), 0, f.Match, nil)
+				ScanAll(context.Background(), s.Snapshot(), 0, f.Match, false, nil)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e5, "ns/unit")
 		})

@@ -16,7 +16,12 @@ import (
 // before the rest is scanned). It is meant for a background goroutine: it
 // stops with ctx.Err() when ctx is cancelled, and stores how many units it
 // has looked at in progress as it goes.
-func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, int32, error) {
+//
+// When shallow is set, match reads nothing of a unit but its plain fields
+// (decode/filter's Filter.Shallow says which filters do) and is given
+// frozen units as shells of their records, their blobs not read (see
+// [View.RangeShallow]); it must not keep the units it is given.
+func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, match func(*decode.Unit) bool, shallow bool, progress *atomic.Int64) ([]int32, int32, error) {
 	var out []int32
 	var err error
 	stop := int32(-1)
@@ -40,9 +45,15 @@ func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, 
 		}
 		return true
 	}
-	if within == nil {
-		units.Range(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
-	} else {
+	switch {
+	case within == nil:
+		units.rangeFor(shallow)(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
+	case shallow:
+		var sh shell
+		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
+			return int(i) < units.Len() && visit(n, i, units.loadShallow(i, &sh))
+		})
+	default:
 		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
 			return int(i) < units.Len() && visit(n, i, units.Load(i))
 		})
@@ -56,13 +67,21 @@ func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, 
 	return out, int32(units.Len()), nil
 }
 
+// rangeFor returns Range, or RangeShallow when shallow is set.
+func (v View) rangeFor(shallow bool) func(lo, hi int, fn func(i int32, u *decode.Unit) bool) bool {
+	if shallow {
+		return v.RangeShallow
+	}
+	return v.Range
+}
+
 // ScanAll is Scan without a limit over units [from, len(units)), split
 // across the available processors; progress counts units looked at.
-func ScanAll(ctx context.Context, units View, from int32, match func(*decode.Unit) bool, progress *atomic.Int64) ([]int32, error) {
+func ScanAll(ctx context.Context, units View, from int32, match func(*decode.Unit) bool, shallow bool, progress *atomic.Int64) ([]int32, error) {
 	n := units.Len() - int(from)
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/(1<<16)))
 	if workers <= 1 {
-		rows, _, err := Scan(ctx, units, nil, from, 0, match, progress)
+		rows, _, err := Scan(ctx, units, nil, from, 0, match, shallow, progress)
 		return rows, err
 	}
 	parts := make([][]int32, workers)
@@ -74,7 +93,7 @@ func ScanAll(ctx context.Context, units View, from int32, match func(*decode.Uni
 		hi := min(lo+per, units.Len())
 		wg.Go(func() {
 			var out []int32
-			units.Range(lo, hi, func(i int32, u *decode.Unit) bool {
+			units.rangeFor(shallow)(lo, hi, func(i int32, u *decode.Unit) bool {
 				if (int(i)-lo)%4096 == 0 && int(i) > lo {
 					if err := ctx.Err(); err != nil {
 						errs[w] = err

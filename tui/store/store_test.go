@@ -211,13 +211,13 @@ func TestScanCancelsAndReportsProgress(t *testing.T) {
 	units := fake.Generate(20000, 5)
 	var progress atomic.Int64
 	isRow := func(u *decode.Unit) bool { return u.Type == "DataRow" }
-	rows, next, err := Scan(context.Background(), ViewOf(units), nil, 0, 0, isRow, &progress)
+	rows, next, err := Scan(context.Background(), ViewOf(units), nil, 0, 0, isRow, false, &progress)
 	if err != nil || len(rows) == 0 || progress.Load() == 0 || next != int32(len(units)) {
 		t.Fatalf("rows %d err %v progress %d next %d", len(rows), err, progress.Load(), next)
 	}
 	// With a limit, the scan stops after the limit-th match and resumes.
-	first, next, _ := Scan(context.Background(), ViewOf(units), nil, 0, 10, isRow, nil)
-	rest, _, _ := Scan(context.Background(), ViewOf(units), nil, next, 0, isRow, nil)
+	first, next, _ := Scan(context.Background(), ViewOf(units), nil, 0, 10, isRow, false, nil)
+	rest, _, _ := Scan(context.Background(), ViewOf(units), nil, next, 0, isRow, false, nil)
 	if len(first) != 10 || next != first[9]+1 || len(first)+len(rest) != len(rows) || rest[0] != rows[10] {
 		t.Fatalf("limited scan: %d rows, next %d", len(first), next)
 	}
@@ -228,7 +228,7 @@ func TestScanCancelsAndReportsProgress(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := Scan(ctx, ViewOf(units), nil, 0, 0, func(*decode.Unit) bool { return true }, nil); err == nil {
+	if _, _, err := Scan(ctx, ViewOf(units), nil, 0, 0, func(*decode.Unit) bool { return true }, false, nil); err == nil {
 		t.Fatal("cancelled scan finished")
 	}
 	p, _ := Find(context.Background(), ViewOf(units), RowsOf(rows), 0, -1, func(u *decode.Unit) bool { return true })
@@ -253,9 +253,9 @@ func BenchmarkAppend(b *testing.B) {
 func TestScanAllMatchesScan(t *testing.T) {
 	units := fake.Generate(300000, 8)
 	odd := func(u *decode.Unit) bool { return u.N%7 == 3 || u.Type == "transfer" }
-	want, _, _ := Scan(context.Background(), ViewOf(units), nil, 1234, 0, odd, nil)
+	want, _, _ := Scan(context.Background(), ViewOf(units), nil, 1234, 0, odd, false, nil)
 	var progress atomic.Int64
-	got, err := ScanAll(context.Background(), ViewOf(units), 1234, odd, &progress)
+	got, err := ScanAll(context.Background(), ViewOf(units), 1234, odd, false, &progress)
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("%d rows, want %d (%v)", len(got), len(want), err)
 	}

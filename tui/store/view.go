@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"iter"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -97,6 +98,141 @@ func (v View) Range(lo, hi int, fn func(i int32, u *decode.Unit) bool) bool {
 		m.mu.RUnlock()
 	}
 	return true
+}
+
+// RangeShallow is Range for a match that reads nothing of a unit but its
+// plain fields (what [github.com/wiretap-dev/wiretap/decode/filter.Filter.Shallow]
+// reports): frozen units are
+// given as shells built from their records, no blob read, holding N,
+// Offset, Len, the time, Conn, Type, Channel, HasChannel, Dir, Proto,
+// Secret and a Parent that holds only its N, and nothing else (no bytes,
+// summary, notes or field tree). Pinned units are given as their copies
+// without bytes, units held whole as they are. The shell is one unit,
+// filled again for the next: fn must not keep it. Nothing is allocated
+// per unit, and records not in the store's page cache are read into a
+// page of the call's own, so a scan does not evict what the UI reads.
+func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bool {
+	if v.s == nil {
+		return v.Range(lo, hi, fn)
+	}
+	s, m := v.s, &v.s.mem
+	var sh shell
+	for b := lo; b < hi; b += rangeBlock {
+		e := min(b+rangeBlock, hi)
+		m.mu.RLock()
+		i, cold := b, min(m.cold, e)
+		for i < cold {
+			page, base, err := sh.page(s, i)
+			if err != nil {
+				for ; i < cold; i++ {
+					if !fn(int32(i), s.unreadable(int32(i), err)) {
+						m.mu.RUnlock()
+						return false
+					}
+				}
+				break
+			}
+			for end := min(cold, base+len(page)); i < end; i++ {
+				if !fn(int32(i), sh.of(s, int32(i), &page[i-base], page, base)) {
+					m.mu.RUnlock()
+					return false
+				}
+			}
+		}
+		for ; i < e; i++ {
+			if !fn(int32(i), m.live[i-m.cold]) {
+				m.mu.RUnlock()
+				return false
+			}
+		}
+		m.mu.RUnlock()
+	}
+	return true
+}
+
+// loadShallow is Load for a match that reads only a unit's plain fields
+// (see RangeShallow): a frozen unit comes as sh's unit filled from its
+// record.
+func (v View) loadShallow(i int32, sh *shell) *decode.Unit {
+	if v.s == nil {
+		return v.units[i]
+	}
+	s, m := v.s, &v.s.mem
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if int(i) >= m.cold {
+		return m.live[int(i)-m.cold]
+	}
+	r, err := s.recAt(int(i))
+	if err != nil {
+		return s.unreadable(i, err)
+	}
+	return sh.of(s, i, r, nil, 0)
+}
+
+// shell is the unit RangeShallow and loadShallow give for frozen units,
+// its parent's stand-in, and a page of records read past the cache.
+type shell struct {
+	u, parent decode.Unit
+	recs      []rec
+	recsAt    int // the page recs holds, -1 for none
+}
+
+// page returns the page of records holding record i (i < cold) and the
+// index of its first: the tail, a cached page, or one read into recs.
+// The caller holds mu for reading.
+func (sh *shell) page(s *Store, i int) ([]rec, int, error) {
+	m := &s.mem
+	p := i / recPage
+	if p >= m.pagesOut {
+		return m.tail, p * recPage, nil
+	}
+	if page, ok := m.pages.lookup(p); ok {
+		return page, p * recPage, nil
+	}
+	if sh.recs == nil {
+		sh.recs, sh.recsAt = make([]rec, recPage), -1
+	}
+	if sh.recsAt != p {
+		sh.recsAt = -1
+		if _, err := m.idx.ReadAt(recBytes(sh.recs), int64(p)*int64(recPage*recSize)); err != nil {
+			return nil, 0, errors.New("store: index file: " + err.Error())
+		}
+		sh.recsAt = p
+	}
+	return sh.recs, p * recPage, nil
+}
+
+// of returns frozen unit i as its pinned copy, or sh's unit filled from
+// record r; page, whose first record is base's, is where a container is
+// looked for first (it is most often just before what it carried). The
+// caller holds mu for reading.
+func (sh *shell) of(s *Store, i int32, r *rec, page []rec, base int) *decode.Unit {
+	if r.flags&recPinned != 0 {
+		return s.mem.pin[i]
+	}
+	// Field by field rather than a new Unit: what the shell never holds
+	// (Raw, Summary, Dissect, notes) stays nil, and the pointers written
+	// are three, not every pointer of a Unit (write barriers, during a
+	// collection).
+	u := &sh.u
+	u.N, u.Offset, u.Len, u.Type = int(r.n), r.offset, int(r.length), s.types[r.typ]
+	u.Channel, u.Dir, u.Proto = r.ch, decode.Dir(r.dir), decode.Proto(r.proto)
+	u.HasChannel, u.Secret = r.flags&recChannel != 0, r.flags&recSecret != 0
+	u.SetUnixNano(r.ns)
+	u.Conn, u.Parent = nil, nil
+	if r.conn >= 0 {
+		u.Conn = s.conns[r.conn]
+	}
+	if r.flags&recParent != 0 {
+		if p := int(r.parent); p >= base && p < base+len(page) {
+			sh.parent.N = int(page[p-base].n)
+		} else {
+			sh.parent.N = s.nOf(p)
+		}
+		u.Parent = &sh.parent
+	}
+	return u
 }
 
 // Head returns the view of its first n units (all of them when n is
