@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/wiretap-dev/wiretap/broker/state"
@@ -98,7 +99,11 @@ func Run(ctx context.Context, opt Options) error {
 		defer out.Close()
 		in = tty
 	}
-	_, err := run(ctx, opt, tea.WithInput(ttyin.New(in)))
+	// The color profile of stdout, which bubbletea writes to, as lipgloss
+	// detected it when the program started: detecting it again would,
+	// inside tmux, run "tmux info" a second time on the way to the first
+	// screen (some 10 ms).
+	_, err := run(ctx, opt, tea.WithInput(ttyin.New(in)), tea.WithColorProfile(lipgloss.Writer.Profile))
 	return err
 }
 
