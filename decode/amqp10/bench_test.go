@@ -80,3 +80,20 @@ func BenchmarkMessageFields(b *testing.B) {
 		u.Fields()
 	}
 }
+
+// BenchmarkDecoderSmallTransfers is the load generator's shape as the
+// broker's tap sees it: single-frame transfers of 12-byte data sections,
+// nothing else in the message, one unit each.
+func BenchmarkDecoderSmallTransfers(b *testing.B) {
+	var stream []byte
+	msg := AppendDescribed(nil, DescriptorData, AppendBinary(nil, make([]byte, 12)))
+	for i := 0; i < 64; i++ {
+		stream = append(stream, transferFrame(0, 0, uint32(i), false, msg)...)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
+	for b.Loop() {
+		d.Feed(decode.DirF, stream, time.Time{})
+	}
+}

@@ -3,6 +3,7 @@ package amqp10
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -29,6 +30,7 @@ type Decoder struct {
 	unitsNext, rawNext int
 	secSlab            []Section
 	ckSlab             []decode.Checksum
+	msgSlab            []CompletedMessage
 }
 
 // Slab sizes: units from 8 doubling to 64 a slab, bytes from 1 KiB
@@ -492,7 +494,26 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 		u.Warn(u.Type + " carries " + strconv.Itoa(len(payload)) + " bytes after its performative")
 	}
 	st.sum = s
-	u.Summary = string(s)
+	u.Summary = d.text(s)
+}
+
+// text returns a copy of s carved from the bytes slab, as a unit's Raw
+// is: a summary costs no allocation of its own. The slab is only ever
+// appended to, so the string never changes.
+func (d *Decoder) text(s []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	if len(s) > rawCarved {
+		return string(s)
+	}
+	if cap(d.raw)-len(d.raw) < len(s) {
+		d.rawNext = min(max(2*d.rawNext, 1<<10), rawSlabMax)
+		d.raw = make([]byte, 0, max(d.rawNext, len(s)))
+	}
+	n := len(d.raw)
+	d.raw = append(d.raw, s...)
+	return unsafe.String(&d.raw[n], len(s))
 }
 
 func redact(b []byte) {

@@ -2,7 +2,7 @@ package amqp10
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"hash/maphash"
 	"strconv"
 	"unsafe"
 
@@ -29,83 +29,165 @@ import (
 // its field tree, and a warning when the bare message was modified.
 // An Immutability is not safe for concurrent use.
 type Immutability struct {
-	entered map[immKey]immEntry
-	order   []immKey
-	bytes   int
+	// The messages that entered, numbered in order of entry from head
+	// (the oldest kept) to tail (the next to enter), in blocks of
+	// immBlock: blocks[0] holds the numbers from first*immBlock on. A
+	// message entering again (the same message-id, or the same bytes)
+	// takes its old one's place, so each message is there once, and
+	// eviction takes the oldest first. Blocks rather than one slice: no
+	// copy as it grows, and a block forgotten is reused.
+	blocks     []*[immBlock]immEntry
+	spare      *[immBlock]immEntry
+	first      int64
+	head, tail int64
+	// index finds an entry by the hash of its message-id or bare message:
+	// the number of the newest entry with that hash, the others chained
+	// through immEntry.next. The hash only narrows the search: an entry is
+	// taken for a message only when its message-id, or its bare message,
+	// is the same byte for byte, so a collision costs a comparison, never a
+	// wrong pairing.
+	index map[uint64]int64
+	seed  maphash.Seed
+	mask  uint64 // ^0; tests set 0 to make every hash collide
+	// next is the entry after the last one paired: messages mostly leave
+	// in the order they entered, so it is tried before the index.
+	next  int64
+	bytes int
 	// MaxBytes bounds the bare-message bytes retained for comparison
 	// (default 64 MiB); the oldest messages are forgotten first.
 	MaxBytes int
 	rep      ImmutabilityReport
 	modified []string
-	// The entering bare messages are copied into chunks (immChunk bytes,
-	// or one message's if larger), so the map and the order hold no
-	// pointers for the collector to follow and no unit's bytes are kept
-	// alive; a chunk goes once nothing in it is live.
+	// The entering messages' ids and bare messages are copied into chunks
+	// (immChunk bytes, or one message's if larger), so the entries and the
+	// index hold no pointers for the collector to follow and no unit's
+	// bytes are kept alive; a chunk goes once nothing in it is live.
 	chunks [][]byte
 	live   []int
+	// Slabs the verdicts and their texts are carved from.
+	verdicts []immVerdict
+	text     []byte
 }
 
-// immKey identifies a message: the first 128 bits of the SHA-256 of its
-// message-id, or without one of its bare message, the last bit flipped
-// for a message-id. Small keys and entries keep the map, which holds
-// every message that entered, half the size it would be with whole
-// hashes and ints (a collision of 128-bit hashes is not to be expected
-// in any capture).
-type immKey [16]byte
-
-func newImmKey(h [sha256.Size]byte, byID bool) (k immKey) {
-	copy(k[:], h[:])
-	if byID {
-		k[15] ^= 1
-	}
-	return k
-}
-
-// immEntry is an entering message: its connection and unit, and where
-// its bare message's bytes are.
+// immEntry is an entering message: the hash it is indexed by, its
+// connection and unit, and where its message-id (idLen bytes, 0 when it
+// has none and is known by its bare message) and then its bare message
+// (length bytes) are.
 type immEntry struct {
-	n, length int
-	conn      int32
-	chunk     int32
-	off       int32 // a message past a chunk's size has one to itself, at 0
+	hash   uint64
+	n      int
+	length int
+	chain  int64 // the next entry with the same hash, -1 for none
+	conn   int32
+	chunk  int32
+	off    int32 // a message past a chunk's size has one to itself, at 0
+	idLen  int32
 }
+
+// immBlock is the number of entries in a block.
+const immBlock = 4096
 
 // immChunk is the size of the chunks bare messages are copied into.
 const immChunk = 256 << 10
 
-// keep copies bare into the current chunk and returns where it went.
-func (im *Immutability) keep(e *immEntry, bare []byte) {
+// keep copies id and bare into the current chunk and records where they
+// went.
+func (im *Immutability) keep(e *immEntry, id string, bare []byte) {
+	size := len(id) + len(bare)
 	last := len(im.chunks) - 1
 	if last >= 0 && im.live[last] == 0 && im.chunks[last] != nil {
 		im.chunks[last] = im.chunks[last][:0] // everything in it was forgotten
 	}
-	if last < 0 || im.chunks[last] == nil || len(im.chunks[last])+len(bare) > cap(im.chunks[last]) {
+	if last < 0 || im.chunks[last] == nil || len(im.chunks[last])+size > cap(im.chunks[last]) {
 		if last >= 0 && im.live[last] == 0 {
 			im.chunks[last] = nil
 		}
-		im.chunks = append(im.chunks, make([]byte, 0, max(immChunk, len(bare))))
+		im.chunks = append(im.chunks, make([]byte, 0, max(immChunk, size)))
 		im.live = append(im.live, 0)
 		last++
 	}
 	c := im.chunks[last]
-	e.chunk, e.off, e.length = int32(last), int32(len(c)), len(bare)
+	e.chunk, e.off, e.idLen, e.length = int32(last), int32(len(c)), int32(len(id)), len(bare)
+	c = append(c, id...)
 	im.chunks[last] = append(c, bare...)
-	im.live[last] += len(bare)
+	im.live[last] += size
 }
 
 // forget gives back e's bytes; a chunk left with nothing live, but the
 // one being filled, is dropped.
-func (im *Immutability) forget(e immEntry) {
-	im.live[e.chunk] -= e.length
+func (im *Immutability) forget(e *immEntry) {
+	im.live[e.chunk] -= int(e.idLen) + e.length
 	if im.live[e.chunk] == 0 && int(e.chunk) != len(im.chunks)-1 {
 		im.chunks[e.chunk] = nil
 	}
 }
 
 // bareOf returns e's bare message.
-func (im *Immutability) bareOf(e immEntry) []byte {
-	off, end := int(e.off), int(e.off)+e.length
+func (im *Immutability) bareOf(e *immEntry) []byte {
+	off := int(e.off) + int(e.idLen)
+	end := off + e.length
 	return im.chunks[e.chunk][off:end:end]
+}
+
+// is reports whether e is the message known by id or, when id is empty,
+// by bare.
+func (im *Immutability) is(e *immEntry, id string, bare []byte) bool {
+	if int(e.idLen) != len(id) {
+		return false
+	}
+	if id != "" {
+		off := int(e.off)
+		return string(im.chunks[e.chunk][off:off+len(id)]) == id
+	}
+	return e.length == len(bare) && bytes.Equal(im.bareOf(e), bare)
+}
+
+// entry returns the entry numbered seq.
+func (im *Immutability) entry(seq int64) *immEntry {
+	return &im.blocks[seq/immBlock-im.first][seq%immBlock]
+}
+
+// add appends e as the newest entry and returns its number.
+func (im *Immutability) add(e immEntry) int64 {
+	seq := im.tail
+	if seq%immBlock == 0 {
+		b := im.spare
+		if im.spare = nil; b == nil {
+			b = new([immBlock]immEntry)
+		}
+		if len(im.blocks) == 0 {
+			im.first = seq / immBlock
+		}
+		im.blocks = append(im.blocks, b)
+	}
+	im.tail++
+	*im.entry(seq) = e
+	return seq
+}
+
+// find returns the number of the entry known by id (or bare) among those
+// with hash h, or -1, and the newest entry with hash h (-1 for none).
+func (im *Immutability) find(h uint64, id string, bare []byte) (seq, newest int64) {
+	newest, ok := im.index[h]
+	if !ok {
+		return -1, -1
+	}
+	for s := newest; s >= 0; {
+		e := im.entry(s)
+		if im.is(e, id, bare) {
+			return s, newest
+		}
+		s = e.chain
+	}
+	return -1, newest
+}
+
+// sum is the index's hash of a message known by id, or by bare without one.
+func (im *Immutability) sum(id string, bare []byte) uint64 {
+	if id != "" {
+		return (maphash.String(im.seed, id) ^ 0x9e3779b97f4a7c15) & im.mask
+	}
+	return maphash.Bytes(im.seed, bare) & im.mask
 }
 
 // ImmutabilityReport counts what an Immutability saw.
@@ -133,7 +215,7 @@ type ImmutabilityVerdict struct {
 
 // NewImmutability returns an empty tracker.
 func NewImmutability() *Immutability {
-	return &Immutability{entered: make(map[immKey]immEntry), MaxBytes: 64 << 20}
+	return &Immutability{index: make(map[uint64]int64), seed: maphash.MakeSeed(), mask: ^uint64(0), MaxBytes: 64 << 20}
 }
 
 // Observe feeds one unit; units that do not complete an AMQP 1.0 message
@@ -145,24 +227,25 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		return nil
 	}
 	bare := cm.Bare()
-	var key immKey
+	id := u.MessageID()
 	by := "message-id"
-	if id := u.MessageID(); id != "" {
-		key = newImmKey(sha256.Sum256(unsafe.Slice(unsafe.StringData(id), len(id))), true)
-	} else {
-		key, by = newImmKey(sha256.Sum256(bare), false), "bare-message hash"
+	if id == "" {
+		by = "bare-message hash"
 	}
+	h := im.sum(id, bare)
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
-		if old, ok := im.entered[key]; ok {
-			im.bytes -= old.length
-			im.forget(old)
+		if seq, newest := im.find(h, id, bare); seq >= 0 {
+			e := im.entry(seq)
+			im.bytes -= e.length
+			im.forget(e)
+			e.conn, e.n = int32(u.Conn.ID), u.N
+			im.keep(e, id, bare)
 		} else {
-			im.order = append(im.order, key)
+			e := immEntry{hash: h, chain: newest, conn: int32(u.Conn.ID), n: u.N}
+			im.keep(&e, id, bare)
+			im.index[h] = im.add(e)
 		}
-		e := immEntry{conn: int32(u.Conn.ID), n: u.N}
-		im.keep(&e, bare)
-		im.entered[key] = e
 		im.bytes += len(bare)
 		im.evict()
 		return nil
@@ -170,33 +253,32 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	im.rep.Left++
 	// The connection that sent it may be the one it comes back on: a
 	// client that publishes and consumes on one connection.
-	ent, ok := im.entered[key]
-	if !ok {
-		return nil
+	seq := im.next
+	if seq < im.head || seq >= im.tail || im.entry(seq).hash != h || !im.is(im.entry(seq), id, bare) {
+		if seq, _ = im.find(h, id, bare); seq < 0 {
+			return nil
+		}
 	}
+	im.next = seq + 1
+	ent := im.entry(seq)
 	im.rep.Paired++
 	e := struct {
 		conn, n int
 		bare    []byte
 	}{int(ent.conn), ent.n, im.bareOf(ent)}
-	// The verdict, its field and the field's children in one allocation:
-	// every message that leaves a broker gets one.
-	blk := new(struct {
-		v    ImmutabilityVerdict
-		f    decode.Field
-		kids [3]decode.Field
-		ptrs [3]*decode.Field
-	})
+	blk := im.verdict()
 	v := &blk.v
 	*v = ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
-	v.Offset = firstDiff(e.bare, bare)
+	if id != "" {
+		v.Offset = firstDiff(e.bare, bare)
+	} // else the entry is the one with these very bytes
 	v.Identical = v.Offset < 0
 	f := &blk.f
 	*f = decode.Field{Key: "immutability", Name: "amqp.immutability", Kids: blk.ptrs[:0]}
 	if v.Identical {
 		im.rep.Identical++
 		f.Value = "identical"
-		f.Display = identicalDisplay(e.conn, e.n, by)
+		f.Display = im.identicalDisplay(e.conn, e.n, by)
 	} else {
 		from := "conn " + strconv.Itoa(e.conn)
 		if e.n > 0 {
@@ -221,7 +303,11 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		im.modified = append(im.modified, "  message-id "+strconv.Quote(id)+": conn "+strconv.Itoa(e.conn)+
 			" -> conn "+strconv.Itoa(u.Conn.ID)+": "+msg)
 	}
-	blk.kids[0] = decode.Field{Key: "matched-by", Value: by}
+	matchedBy := matchedByHash
+	if id != "" {
+		matchedBy = matchedByID
+	}
+	blk.kids[0] = decode.Field{Key: "matched-by", Value: matchedBy}
 	blk.kids[1] = decode.Field{Key: "from-conn", Value: uint64(e.conn)}
 	f.Add(&blk.kids[0])
 	f.Add(&blk.kids[1])
@@ -234,23 +320,74 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 }
 
 func (im *Immutability) evict() {
-	for im.bytes > im.MaxBytes && len(im.order) > 0 {
-		k := im.order[0]
-		im.order = im.order[1:]
-		if e, ok := im.entered[k]; ok {
-			im.bytes -= e.length
-			im.forget(e)
-			delete(im.entered, k)
+	for im.bytes > im.MaxBytes && im.head < im.tail {
+		e := im.entry(im.head)
+		im.bytes -= e.length
+		im.forget(e)
+		im.unlink(e, im.head)
+		if im.head++; im.head%immBlock == 0 {
+			im.spare, im.blocks[0] = im.blocks[0], nil
+			im.blocks = im.blocks[1:]
+			im.first++
 		}
 	}
 }
 
+// unlink takes entry seq, e, out of the index.
+func (im *Immutability) unlink(e *immEntry, seq int64) {
+	s := im.index[e.hash]
+	if s == seq {
+		if e.chain < 0 {
+			delete(im.index, e.hash)
+		} else {
+			im.index[e.hash] = e.chain
+		}
+		return
+	}
+	for s >= 0 {
+		p := im.entry(s)
+		if p.chain == seq {
+			p.chain = e.chain
+			return
+		}
+		s = p.chain
+	}
+}
+
+// The values of the matched-by field, boxed once.
+var matchedByID, matchedByHash any = "message-id", "bare-message hash"
+
+// immVerdict is a verdict, its field and the field's children: every
+// message that leaves a broker gets one, carved from a slab of
+// verdictSlab as the decoder carves units.
+type immVerdict struct {
+	v    ImmutabilityVerdict
+	f    decode.Field
+	kids [3]decode.Field
+	ptrs [3]*decode.Field
+}
+
+const verdictSlab = 32
+
+func (im *Immutability) verdict() *immVerdict {
+	if len(im.verdicts) == 0 {
+		im.verdicts = make([]immVerdict, verdictSlab)
+	}
+	v := &im.verdicts[0]
+	im.verdicts = im.verdicts[1:]
+	return v
+}
+
 // identicalDisplay is the verdict field's text for an identical message,
 // "identical: bare message byte-for-byte as sent on conn C unit N (matched
-// by BY)", built in one allocation: most leaving messages are identical.
-func identicalDisplay(conn, n int, by string) string {
+// by BY)", written into a slab of text that is only ever appended to:
+// most leaving messages are identical.
+func (im *Immutability) identicalDisplay(conn, n int, by string) string {
 	const head, tail = "identical: bare message byte-for-byte as sent on conn ", " (matched by "
-	b := make([]byte, 0, len(head)+len(" unit ")+len(tail)+len(by)+1+40)
+	if need := len(head) + len(" unit ") + len(tail) + len(by) + 1 + 40; cap(im.text)-len(im.text) < need {
+		im.text = make([]byte, 0, max(4096, need))
+	}
+	b := im.text[len(im.text):]
 	b = append(b, head...)
 	b = strconv.AppendInt(b, int64(conn), 10)
 	if n > 0 {
@@ -260,6 +397,7 @@ func identicalDisplay(conn, n int, by string) string {
 	b = append(b, tail...)
 	b = append(b, by...)
 	b = append(b, ')')
+	im.text = im.text[:len(im.text)+len(b)]
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 

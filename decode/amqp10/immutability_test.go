@@ -1,6 +1,8 @@
 package amqp10
 
 import (
+	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,12 +107,123 @@ func TestImmutabilityDisplay(t *testing.T) {
 		{3, 17, "message-id", "identical: bare message byte-for-byte as sent on conn 3 unit 17 (matched by message-id)"},
 		{12, 0, "bare-message hash", "identical: bare message byte-for-byte as sent on conn 12 (matched by bare-message hash)"},
 	} {
-		if got := identicalDisplay(c.conn, c.n, c.by); got != c.want {
+		if got := NewImmutability().identicalDisplay(c.conn, c.n, c.by); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
 	if firstDiff([]byte("abc"), []byte("abc")) != -1 || firstDiff([]byte("abc"), []byte("abd")) != 2 ||
 		firstDiff([]byte("ab"), []byte("abc")) != 2 || firstDiff(nil, nil) != -1 {
 		t.Error("firstDiff")
+	}
+}
+
+// TestImmutabilityCollisions: with every hash the same, so that every
+// message shares one chain of the index, the tracker pairs and judges
+// exactly as with real hashes: messages with and without message-ids,
+// some entering twice, some modified on the way out, some leaving twice
+// or out of order, and the oldest forgotten.
+func TestImmutabilityCollisions(t *testing.T) {
+	type msg struct {
+		id   string
+		body []byte
+	}
+	var in, out []msg
+	for i := 0; i < 600; i++ {
+		m := msg{body: []byte{byte(i >> 8), byte(i), byte(i % 7)}}
+		if i%3 == 0 {
+			m.id = "id-" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
+		}
+		in = append(in, m)
+		if i%50 == 7 {
+			in = append(in, m) // enters again
+		}
+	}
+	for i := 0; i < 600; i += 1 + i%2 {
+		m := in[(i*7)%len(in)]
+		if i%11 == 0 {
+			m.body = append([]byte{0xff}, m.body...) // modified on the way
+		}
+		out = append(out, m)
+		if i%13 == 0 {
+			out = append(out, m) // delivered twice
+		}
+	}
+	units := func(conn int, dir decode.Dir, ms []msg) []*decode.Unit {
+		var units []*decode.Unit
+		d := New(&decode.Conn{ID: conn, Proto: decode.ProtoAMQP10}, nil, func(u *decode.Unit) {
+			if MessageOf(u) != nil {
+				u.N = len(units) + 1
+				units = append(units, u)
+			}
+		})
+		for i, m := range ms {
+			var b []byte
+			if m.id != "" {
+				b = AppendDescribed(b, DescriptorProperties, AppendList(nil, AppendString(nil, m.id)))
+			}
+			b = AppendDescribed(b, DescriptorData, AppendBinary(nil, m.body))
+			d.Feed(dir, transferFrame(0, 0, uint32(i), false, b), time.Unix(0, 0))
+		}
+		return units
+	}
+	run := func(mask uint64) (verdicts []string, r ImmutabilityReport) {
+		im := NewImmutability()
+		im.mask = mask
+		im.MaxBytes = 4000 // the oldest few hundred are forgotten
+		for _, u := range units(1, decode.DirF, in) {
+			im.Observe(u)
+		}
+		for _, u := range units(2, decode.DirB, out) {
+			v := im.Observe(u)
+			if v == nil {
+				verdicts = append(verdicts, "unpaired")
+				continue
+			}
+			verdicts = append(verdicts, fmt.Sprintf("%+v", *v))
+		}
+		return verdicts, im.Report()
+	}
+	want, wr := run(^uint64(0))
+	got, gr := run(0)
+	if wr != gr {
+		t.Errorf("report with collisions %+v, without %+v", gr, wr)
+	}
+	if wr.Identical == 0 || wr.Modified == 0 || wr.Paired == wr.Left {
+		t.Errorf("the workload misses a case: %+v", wr)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("message %d out: with collisions %s, without %s", i, got[i], want[i])
+		}
+	}
+}
+
+// BenchmarkImmutabilityStream is the tracker under a broker's steady
+// load: per iteration one 12-byte message without a message-id enters
+// and the one that entered 10,000 before it leaves, so the tracker holds
+// every message so far (up to MaxBytes), as it does for a load generator.
+func BenchmarkImmutabilityStream(b *testing.B) {
+	const lag = 10000
+	im := NewImmutability()
+	in := immMessages(1, decode.DirF, make([]byte, 12))[0]
+	out := immMessages(2, decode.DirB, make([]byte, 12))[0]
+	inBare, outm := MessageOf(in).Bare(), MessageOf(out)
+	outBare := outm.Bare()
+	set := func(bare []byte, i uint64) { binary.BigEndian.PutUint64(bare[len(bare)-8:], i) }
+	var i uint64
+	for ; i < lag; i++ {
+		set(inBare, i)
+		im.Observe(in)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		set(inBare, i)
+		im.Observe(in)
+		set(outBare, i-lag)
+		outm.Annotations = outm.Annotations[:0]
+		if v := im.Observe(out); v == nil || !v.Identical {
+			b.Fatalf("message %d: verdict %+v", i-lag, v)
+		}
+		i++
 	}
 }

@@ -152,7 +152,8 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 			u.Warn("transfer without payload")
 			return s
 		}
-		cm := &CompletedMessage{Bytes: u.Raw[payloadOff:], Frames: 1, RawOffset: payloadOff}
+		cm := d.completed()
+		cm.Bytes, cm.Frames, cm.RawOffset = u.Raw[payloadOff:], 1, payloadOff
 		return d.complete(st, u, cm, &t, link, s)
 	}
 	if dl == nil {
@@ -212,7 +213,8 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 	}
 	from := len(dl.buf)
 	msg := append(dl.buf, payload...)
-	cm := &CompletedMessage{Bytes: msg, Frames: dl.frames, RawOffset: payloadOff - from, RawFrom: from}
+	cm := d.completed()
+	cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom = msg, dl.frames, payloadOff-from, from
 	if !t.HasDeliveryID {
 		t.DeliveryID = dl.id
 	}
@@ -297,13 +299,24 @@ func hex32(v uint32) string {
 	return string(appendHex32(buf[:0], v))
 }
 
-// Completed messages keep a copy of their sections and a checksum verdict
-// each: both are carved from slabs (sectionSlab sections, checksumSlab
-// verdicts), as units are, rather than allocated one by one.
+// Completed messages, a copy of their sections and a checksum verdict
+// each are carved from slabs (messageSlab messages, sectionSlab sections,
+// checksumSlab verdicts), as units are, rather than allocated one by one.
 const (
+	messageSlab  = 32
 	sectionSlab  = 256
 	checksumSlab = 64
 )
+
+// completed returns a zero message that the unit will own.
+func (d *Decoder) completed() *CompletedMessage {
+	if len(d.msgSlab) == 0 {
+		d.msgSlab = make([]CompletedMessage, messageSlab)
+	}
+	cm := &d.msgSlab[0]
+	d.msgSlab = d.msgSlab[1:]
+	return cm
+}
 
 // sections returns a copy of secs that the message owns.
 func (d *Decoder) sections(secs []Section) []Section {
