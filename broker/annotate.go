@@ -73,11 +73,15 @@ type RouteAnnotator struct {
 	lastExchange, lastKey string
 
 	// AMQP 1.0 (annotate10.go): the client publisher links, the scratch
-	// performative, and a connection whose scratch builds the headers a
-	// headers exchange routes a 1.0 message on.
+	// performative, a connection whose scratch builds the headers a
+	// headers exchange routes a 1.0 message on, the slab the
+	// explanations of 1.0 publishes are carved from, and the last link
+	// and route (a stream repeats them).
 	links10   map[linkKey]route10
 	comp10    amqp10.Composite
 	scratch10 *conn10
+	routed10  []routed
+	last10    last10
 }
 
 // maxCachedRoutes bounds the explanations a RouteAnnotator keeps; past

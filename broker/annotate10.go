@@ -3,6 +3,7 @@ package broker
 import (
 	"strings"
 
+	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/amqp10"
 )
@@ -38,13 +39,21 @@ func (a *RouteAnnotator) sink10(u *decode.Unit) {
 		// The completed message says its link: the performative need not
 		// be read again.
 		if m := amqp10.MessageOf(u); m != nil {
-			if r, ok := a.links10[linkKey{u.Conn, m.Channel, m.Handle}]; ok {
+			k, l := linkKey{u.Conn, m.Channel, m.Handle}, &a.last10
+			r, ok := l.route, l.hasLink && l.link == k
+			if !ok {
+				if r, ok = a.links10[k]; ok {
+					l.link, l.route, l.hasLink = k, r, true
+				}
+			}
+			if ok {
 				a.annotate10(u, m, r)
 			}
 		}
 		a.pass(u)
 		return
 	case "open", "attach", "detach", "close":
+		a.last10.hasLink = false // links10 may change
 	default:
 		a.pass(u)
 		return
@@ -150,9 +159,46 @@ func (a *RouteAnnotator) annotate10(u *decode.Unit, m *amqp10.CompletedMessage, 
 		a.scratch10 = &conn10{}
 	}
 	headers := a.scratch10.routingHeaders(b, pm, annotations)
-	route, err := a.explain(vhost, r.exchange, r.key, headers)
-	u.Dissect = (&routed{dissect: u.Dissect, r: route, err: err}).fields
+	var route state.Route
+	var err error
+	if l := &a.last10; len(headers) == 0 && a.Version != nil {
+		// A stream of publishes mostly repeats the last one's route:
+		// compared, it costs none of the cache's hashing.
+		if v := a.Version(); l.hasRoute && l.at == v && l.vhost == vhost && l.exchange == r.exchange && l.key == r.key {
+			route, err = l.explained.r, l.explained.err
+		} else {
+			route, err = a.explain(vhost, r.exchange, r.key, headers)
+			l.vhost, l.exchange, l.key, l.at, l.explained, l.hasRoute = vhost, r.exchange, r.key, v, explained{route, err}, true
+		}
+	} else {
+		route, err = a.explain(vhost, r.exchange, r.key, headers)
+	}
+	if len(a.routed10) == 0 {
+		// Every 1.0 publish gets one: carved from a slab, as the
+		// decoder carves units.
+		a.routed10 = make([]routed, routedSlab)
+	}
+	x := &a.routed10[0]
+	a.routed10 = a.routed10[1:]
+	*x = routed{dissect: u.Dissect, r: route, err: err}
+	u.Dissect = x.fields
 }
+
+// last10 is the last 1.0 publisher link a transfer was on, and the last
+// route explained for a 1.0 publish without headers, with the topology
+// version it was explained at.
+type last10 struct {
+	link                 linkKey
+	route                route10
+	hasLink              bool
+	vhost, exchange, key string
+	at                   uint64
+	explained            explained
+	hasRoute             bool
+}
+
+// routedSlab is the number of explanations in a slab of routed10.
+const routedSlab = 32
 
 // properties10 is the string field i of message b's properties section.
 func properties10(b []byte, pm *amqp10.Message, i int) string {
