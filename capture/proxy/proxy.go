@@ -385,16 +385,29 @@ func (p *Proxy) handle(ctx context.Context, ri int, cert *tls.Config, client net
 	defer cf.close()
 	var wg sync.WaitGroup
 	var resetBy [2]bool // [0]: the client reset, [1]: the upstream
-	wg.Go(func() { resetBy[0] = p.pipe(f, true, client, up, cf.dir(true, client, up)) })
-	resetBy[1] = p.pipe(f, false, up, client, cf.dir(false, up, client))
+	var tails [2]tail   // the last bytes each way: [0] from the client
+	wg.Go(func() { resetBy[0] = p.pipe(f, true, client, up, cf.dir(true, client, up), &tails[0]) })
+	resetBy[1] = p.pipe(f, false, up, client, cf.dir(false, up, client), &tails[1])
 	wg.Wait()
+	// A reset after the protocol's own close handshake is how some servers
+	// end every session (RabbitMQ closes its sockets with linger 0): said
+	// as the normal end it is, not as a fault.
+	after := ""
+	if ended := closeHandshake(&tails[0], &tails[1]); ended != "" {
+		after = " after the session's " + ended + ", a normal end"
+		if strings.HasPrefix(ended, "AMQP") {
+			after += " (RabbitMQ closes its sockets with a reset)"
+		}
+	} else if resetBy[1] && tails[0].eof {
+		after = " after the client closed its side, a normal end for a server that closes with a reset"
+	}
 	switch {
 	case resetBy[1]:
-		p.logf("proxy: %s: client %s: upstream %s reset the connection; reset passed on to the client", r.Listen, client.RemoteAddr(), r.Upstream)
-		p.dec.Note(f, false, capture.NoteEvent, "the upstream reset the connection; the reset was passed on to the client")
+		p.logf("proxy: %s: client %s: upstream %s reset the connection%s; reset passed on to the client", r.Listen, client.RemoteAddr(), r.Upstream, after)
+		p.dec.Note(f, false, capture.NoteEvent, "the upstream reset the connection"+after+"; the reset was passed on to the client")
 	case resetBy[0]:
-		p.logf("proxy: %s: client %s reset the connection; reset passed on to upstream %s", r.Listen, client.RemoteAddr(), r.Upstream)
-		p.dec.Note(f, true, capture.NoteEvent, "the client reset the connection; the reset was passed on to the upstream")
+		p.logf("proxy: %s: client %s reset the connection%s; reset passed on to upstream %s", r.Listen, client.RemoteAddr(), after, r.Upstream)
+		p.dec.Note(f, true, capture.NoteEvent, "the client reset the connection"+after+"; the reset was passed on to the upstream")
 	}
 	p.dec.Close(f)
 }
@@ -413,15 +426,16 @@ func (p *Proxy) failed(r Route, peer net.Addr, fromClient bool, why string) {
 // without the copy waiting for it. At the end of src it half-closes dst.
 // A reset of src is passed on as a reset of dst (and one of dst back to
 // src), so each end sees the fault the other saw, not an orderly FIN;
-// other errors close both. It reports whether src was reset.
+// other errors close both. It reports whether src was reset; t keeps the last bytes read from src.
 //
 // With fault rules (d not nil), a read takes the fault path while a rule
 // is in force: see dirFaults.forward.
-func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn, d *dirFaults) (srcReset bool) {
+func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn, d *dirFaults, t *tail) (srcReset bool) {
 	buf := make([]byte, pipeBuffer)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			t.add(buf[:n])
 			var werr error
 			if d.slow() {
 				werr = d.forward(buf[:n], time.Now())
@@ -446,6 +460,7 @@ func (p *Proxy) pipe(f *capture.DecoupledFlow, fromA bool, src, dst net.Conn, d 
 		if err != nil {
 			switch {
 			case errors.Is(err, io.EOF):
+				t.eof = true
 				d.finish(func() { closeWrite(dst) })
 			case isReset(err) && !d.cutByFault():
 				d.finish(func() { abort(dst) })

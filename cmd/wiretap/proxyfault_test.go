@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strings"
@@ -441,18 +442,26 @@ func TestProxyEventUpstreamDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	// Every connection is served: the proxy dials the upstream for the
+	// readiness probe's connection too, which sends nothing.
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				hdr := make([]byte, 8)
+				if _, err := io.ReadFull(c, hdr); err != nil {
+					c.Close()
+					return
+				}
+				c.Write([]byte{1, 0, 0, 0, 0, 1, 0, 0, 10, 0, 10}) // a connection.start, cut
+				time.Sleep(100 * time.Millisecond)
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			}()
 		}
-		hdr := make([]byte, 8)
-		if _, err := c.Read(hdr); err == nil {
-			c.Write([]byte{1, 0, 0, 0, 0, 1, 0, 0, 10, 0, 10}) // a connection.start, cut
-		}
-		time.Sleep(100 * time.Millisecond)
-		c.(*net.TCPConn).SetLinger(0)
-		c.Close()
 	}()
 	listen, proxy, out, errs := proxyJSON(t, ln.Addr().String())
 	if _, err := amqp.Dial(via(rabbit, listen)); err == nil {
@@ -472,6 +481,50 @@ func TestProxyEventUpstreamDies(t *testing.T) {
 	})
 	if hdr < 0 || i < hdr || us[i].Dir != "B" {
 		t.Fatalf("want the client's header, then the proxy unit for the reset:\n%s", dump(us))
+	}
+}
+
+// TestProxyEventNormalCloseWithReset: amqp091-go opens and closes a
+// connection to RabbitMQ through the proxy. RabbitMQ ends every session
+// with a TCP reset after connection.close-ok (its sockets linger 0); the
+// proxy says so as the normal end it is, on stderr and in the unit.
+func TestProxyEventNormalCloseWithReset(t *testing.T) {
+	rabbit, upstream := amqpPeer(t)
+	listen, proxy, out, errs := proxyJSON(t, upstream)
+	c, err := amqp.Dial(via(rabbit, listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare("", false, true, true, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	me := "client " + c.LocalAddr().String() + ":"
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// RabbitMQ 3.10 resets (an orderly FIN would say nothing, and this
+	// test would have nothing to check: it waits for the reset).
+	waitFor(t, "RabbitMQ's reset on stderr", func() bool { return strings.Contains(errs.String(), me+" upstream") })
+	stopAndWait(t, proxy)
+	for _, l := range strings.Split(errs.String(), "\n") {
+		if strings.Contains(l, me) && strings.Contains(l, "reset the connection") &&
+			!strings.Contains(l, "after the session's AMQP connection.close-ok, a normal end") {
+			t.Errorf("a reset after a normal close reads as a fault: %s", l)
+		}
+	}
+	us := jsonUnits(t, out.String())
+	ok := find(us, 0, isType("connection.close-ok"))
+	if ok < 0 {
+		t.Fatalf("no connection.close-ok:\n%s", dump(us))
+	}
+	for _, u := range us[ok:] {
+		if u.Type == "proxy" && strings.Contains(u.Summary, "reset") && !strings.Contains(u.Summary, "a normal end") {
+			t.Errorf("unit after close-ok: %q", u.Summary)
+		}
 	}
 }
 
