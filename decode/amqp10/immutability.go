@@ -315,6 +315,9 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		blk.kids[2] = decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(v.Offset)}
 		f.Add(&blk.kids[2])
 	}
+	if cap(cm.Annotations) == 0 {
+		cm.Annotations = blk.ann[:0]
+	}
 	cm.Annotations = append(cm.Annotations, f)
 	return v
 }
@@ -365,6 +368,7 @@ type immVerdict struct {
 	f    decode.Field
 	kids [3]decode.Field
 	ptrs [3]*decode.Field
+	ann  [1]*decode.Field // the message's annotations, when it has no others
 }
 
 const verdictSlab = 32
