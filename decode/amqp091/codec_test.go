@@ -373,6 +373,75 @@ func TestFrameReader(t *testing.T) {
 	}
 }
 
+// TestFrameReaderBufferAdapts reads 4 KiB messages through a reader that
+// fills whatever room it is given: the buffer doubles up to MaxBuffer,
+// every frame comes out whole, and once reads are small it goes back to
+// its first size.
+func TestFrameReaderBufferAdapts(t *testing.T) {
+	var stream []byte
+	const n = 200
+	for i := range n {
+		body := bytes.Repeat([]byte{byte(i)}, 4096)
+		stream = AppendMessage(stream, 1, &BasicPublish{RoutingKey: []byte("q")}, &Properties{}, body, 131072)
+	}
+	src := &chunkReader{b: stream}
+	fr := NewFrameReaderSize(src, 16<<10)
+	fr.MaxBuffer = 64 << 10
+	bodies := 0
+	for bodies < n {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == FrameBody {
+			if len(f.Payload) != 4096 || f.Payload[0] != byte(bodies) || f.Payload[4095] != byte(bodies) {
+				t.Fatalf("body %d: %d bytes, first %d", bodies, len(f.Payload), f.Payload[0])
+			}
+			bodies++
+		}
+	}
+	if len(fr.buf) != 64<<10 {
+		t.Fatalf("buffer of %d bytes after full reads, want %d", len(fr.buf), 64<<10)
+	}
+	// Heartbeats a few bytes at a time: small reads.
+	src.b, src.most = nil, 8
+	for range readFew + 2 {
+		src.b = AppendHeartbeatFrame(src.b)
+	}
+	for range readFew + 2 {
+		if f, err := fr.ReadFrame(); err != nil || f.Type != FrameHeartbeat {
+			t.Fatal(f, err)
+		}
+	}
+	if len(fr.buf) != 16<<10 {
+		t.Fatalf("buffer of %d bytes after small reads, want %d", len(fr.buf), 16<<10)
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		src.b = AppendHeartbeatFrame(src.b[:0])
+		fr.ReadFrame()
+	}); allocs != 0 {
+		t.Errorf("%v allocations per frame at the first size", allocs)
+	}
+}
+
+// chunkReader gives at most most bytes a read (0: all the room there is).
+type chunkReader struct {
+	b    []byte
+	most int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	if r.most > 0 && len(p) > r.most {
+		p = p[:r.most]
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
 type oneByteReader struct{ b []byte }
 
 func (r *oneByteReader) Read(p []byte) (int, error) {

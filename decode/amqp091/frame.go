@@ -224,11 +224,33 @@ type FrameReader struct {
 	// MaxFrameSize bounds a frame's payload; larger frames are an error. 0
 	// means [decode.DefaultMaxFrame].
 	MaxFrameSize int
+	// MaxBuffer, when larger than the buffer, lets it double, up to
+	// MaxBuffer bytes, each time a read fills all the room it had (more
+	// is waiting in the stream: 4 KiB messages fill 64 KiB with 15), and
+	// go back to its first size once readFew reads in a row took less
+	// than an eighth of that. 0: the buffer keeps its size.
+	MaxBuffer int
+	base      int // the buffer's first size
+	few       int // reads in a row that took under base/8
 }
 
-// NewFrameReader returns a FrameReader on r.
-func NewFrameReader(r io.Reader) *FrameReader {
-	return &FrameReader{r: r, buf: make([]byte, 64<<10)}
+// readFew is how many small reads in a row shrink a grown buffer back.
+const readFew = 64
+
+// DefaultReadBuffer is the size of a [NewFrameReader]'s buffer, and so
+// the most one read from the stream takes.
+const DefaultReadBuffer = 64 << 10
+
+// NewFrameReader returns a FrameReader on r with a buffer of
+// DefaultReadBuffer bytes.
+func NewFrameReader(r io.Reader) *FrameReader { return NewFrameReaderSize(r, DefaultReadBuffer) }
+
+// NewFrameReaderSize returns a FrameReader on r whose buffer holds size
+// bytes (at least 4 KiB): a larger one reads more frames per call to r.
+// The buffer grows for a frame larger than it.
+func NewFrameReaderSize(r io.Reader, size int) *FrameReader {
+	size = max(size, 4<<10)
+	return &FrameReader{r: r, buf: make([]byte, size), base: size}
 }
 
 // ReadProtocolHeader reads the 8-byte protocol header a client sends first.
@@ -284,19 +306,45 @@ func (fr *FrameReader) BufferedFrame() bool {
 	return ok && uint64(fr.end-fr.beg) >= uint64(h.Size)+FrameOverhead
 }
 
+// adapt grows the buffer after a read of m bytes that filled its room,
+// and counts the small reads that shrink it back (see MaxBuffer).
+func (fr *FrameReader) adapt(m, room int) {
+	if m < fr.base/8 {
+		fr.few = min(fr.few+1, readFew)
+		return
+	}
+	fr.few = 0
+	if m == room && room >= len(fr.buf)/2 && len(fr.buf) < fr.MaxBuffer {
+		nb := make([]byte, min(2*len(fr.buf), fr.MaxBuffer))
+		fr.end = copy(nb, fr.buf[fr.beg:fr.end])
+		fr.beg, fr.buf = 0, nb
+	}
+}
+
 // fill makes sure n bytes are buffered from beg.
 func (fr *FrameReader) fill(n int) error {
 	if n > len(fr.buf) {
 		nb := make([]byte, n)
 		fr.end = copy(nb, fr.buf[fr.beg:fr.end])
 		fr.beg, fr.buf = 0, nb
+	} else if fr.beg == fr.end {
+		// Nothing left to keep: read into the whole buffer, not into
+		// what is left of it after the last frame.
+		fr.beg, fr.end = 0, 0
+		if fr.few >= readFew && len(fr.buf) > fr.base && len(fr.buf) <= fr.MaxBuffer {
+			fr.buf, fr.few = make([]byte, fr.base), 0
+		}
 	} else if fr.beg+n > len(fr.buf) {
 		fr.end = copy(fr.buf, fr.buf[fr.beg:fr.end])
 		fr.beg = 0
 	}
 	for fr.end-fr.beg < n {
+		room := len(fr.buf) - fr.end
 		m, err := fr.r.Read(fr.buf[fr.end:])
 		fr.end += m
+		if fr.MaxBuffer > 0 {
+			fr.adapt(m, room)
+		}
 		if err != nil {
 			if fr.end-fr.beg >= n {
 				return nil
