@@ -624,3 +624,27 @@ func TestWirePublishAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWirePublishFrames checks that a publish from the encoded prefix
+// writes the bytes AppendMessage writes, through changes of route and
+// size, empty bodies and bodies of several frames.
+func TestWirePublishFrames(t *testing.T) {
+	p := &wirePublisher{c: &wireConn{frameMax: 4096}}
+	p.props.Flags = amqp091.FlagContentType
+	p.props.ContentType = []byte("application/octet-stream")
+	a, b := newRoute("x", "k1"), newRoute("", "queue-two")
+	var want []byte
+	for i, tc := range []struct {
+		r    *route
+		size int
+	}{{&a, 16}, {&a, 16}, {&a, 4000}, {&b, 4000}, {&b, 0}, {&b, 9000}, {&a, 16}, {&b, 4088}, {&b, 4089}} {
+		body := bytes.Repeat([]byte{byte(i + 1)}, tc.size)
+		if err := p.publish(tc.r, body); err != nil {
+			t.Fatal(err)
+		}
+		want = amqp091.AppendMessage(want, 1, &amqp091.BasicPublish{Exchange: tc.r.exchangeB, RoutingKey: tc.r.keyB}, &p.props, body, 4096)
+		if !bytes.Equal(p.c.wbuf, want) {
+			t.Fatalf("publish %d (%d bytes): frames differ from AppendMessage's", i, tc.size)
+		}
+	}
+}
