@@ -23,7 +23,10 @@ type channel struct {
 	closing bool // the broker sent channel.close and awaits close-ok
 
 	// Publishing (reader goroutine only).
-	pub        publishing
+	pub publishing
+	// pubHeader is the content header of pub, decoded once from the
+	// message's copy of it when it arrived.
+	pubHeader  amqp091.ContentHeader
 	confirm    bool
 	tx         bool
 	nextPubSeq uint64

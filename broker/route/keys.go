@@ -19,6 +19,9 @@ func (e *InvalidMessageError) Error() string { return "route: " + e.Text }
 // Without CC or BCC it appends just key and allocates nothing.
 func RoutingKeys(key []byte, headers amqp091.Table, dst [][]byte) ([][]byte, error) {
 	dst = append(dst, key)
+	if len(headers) == 0 {
+		return dst, nil
+	}
 	for _, h := range [...]string{"CC", "BCC"} {
 		v, ok := headers.Get(h)
 		if !ok {
