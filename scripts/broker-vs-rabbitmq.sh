@@ -30,6 +30,15 @@
 # broker that cannot keep up is mostly the time messages wait in the queue.
 # RATE=N limits each producer to N msg/s (bench -r) in every scenario, to
 # compare latencies at a load both brokers sustain.
+#
+# The "cpu/msg" columns are the CPU time the embedded broker and the
+# generator took together (from /proc, after the warm-up to the end of
+# the run) per message received: on a machine other jobs load, it moves
+# far less than the rates do. BEFORE=PATH (a wiretap binary, say one built
+# from the previous commit) runs each scenario a third time, broker and
+# generator from that binary, right after the current one, for a
+# before/after comparison in the same conditions; RABBITMQ=off leaves
+# RabbitMQ out (the before/after alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-${TIME:-10s}}
@@ -41,6 +50,8 @@ ONLY=${ONLY:-}
 PAUSE=${PAUSE:-2}
 RATE=${RATE:-}
 TAP=${TAP:-on}
+BEFORE=${BEFORE:-}
+RABBITMQ=${RABBITMQ:-on}
 RABBITMQ_URL=${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}
 WIRETAP_URL=amqp://guest:guest@127.0.0.1:$PORT/
 work=$(mktemp -d)
@@ -57,12 +68,13 @@ go build -o "$work/wiretap" ./cmd/wiretap
 tapflag=
 if [ "$TAP" = off ]; then tapflag=--no-tap; fi
 
-start_broker() { # a fresh embedded broker for the next run
+start_broker() { # [BIN]: a fresh embedded broker for the next run
+	local bin=${1:-$work/wiretap}
 	if [ "$TAP" = tui ]; then
-		tmux new-session -d -s wiretap-bvr -x 200 -y 50 "$work/wiretap broker --listen 127.0.0.1:$PORT --management '' 2>$work/broker.err"
+		tmux new-session -d -s wiretap-bvr -x 200 -y 50 "$bin broker --listen 127.0.0.1:$PORT --management '' 2>$work/broker.err"
 	else
 		# shellcheck disable=SC2086
-		"$work/wiretap" broker --headless $tapflag --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
+		"$bin" broker --headless $tapflag --listen "127.0.0.1:$PORT" --management "" >/dev/null 2>"$work/broker.err" &
 		broker_pid=$!
 	fi
 	local up=
@@ -109,23 +121,60 @@ scenarios=(
 	"fanout to 10 queues, 10c, autoack|-t fanout --queues 10 -y 10 -s 16 -a"
 )
 
+ticks() { # PID -> CPU ticks (user + system) so far, 0 when it is gone
+	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+warmup_s=$(python3 -c "
+import re, sys
+v = 0.0
+for n, u in re.findall(r'([0-9.]+)(ms|us|h|m|s)', '$WARMUP'):
+    v += float(n) * {'h': 3600, 'm': 60, 's': 1, 'ms': 1e-3, 'us': 1e-6}[u]
+print(v)")
+
 n=0
-run() { # URL CLIENT FLAGS FILE -> "receive_rate p99_us" (or "0 0" when the run failed)
-	local f=$4
+run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (or "0 0 -" when the run failed)
+	local f=$4 bin=${5:-$work/wiretap}
 	# shellcheck disable=SC2086
-	if ! "$work/wiretap" bench --uri "$1" --client "$2" -z "$DURATION" --warm-up "$WARMUP" --json $3 >"$f" 2>"$f.err"; then
+	"$bin" bench --uri "$1" --client "$2" -z "$DURATION" --warm-up "$WARMUP" --json $3 >"$f" 2>"$f.err" &
+	local gen=$!
+	sleep "$warmup_s"
+	local g0 g1=0 b0=0 b1=0
+	g0=$(ticks $gen)
+	if [ -n "$broker_pid" ]; then b0=$(ticks "$broker_pid"); fi
+	# The CPU is read when the summary is out, before the generator exits.
+	while kill -0 $gen 2>/dev/null; do
+		if grep -q '"summary"' "$f" 2>/dev/null; then
+			g1=$(ticks $gen)
+			if [ -n "$broker_pid" ]; then b1=$(ticks "$broker_pid"); fi
+			break
+		fi
+		sleep 0.05
+	done
+	if ! wait $gen; then
 		echo "broker-vs-rabbitmq: run $n ($1, $2, $3) failed: $(tail -1 "$f.err")" >&2
-		echo "0 0"
+		echo "0 0 -"
 		return
 	fi
-	tail -1 "$f" | python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"])'
+	local cpu=-
+	if [ -n "$broker_pid" ] && [ "$g1" != 0 ]; then cpu=$(((b1 - b0) + (g1 - g0))); fi
+	tail -1 "$f" | python3 -c '
+import json, os, sys
+s = json.load(sys.stdin)["summary"]
+cpu = sys.argv[1]
+per = "-" if cpu == "-" or not s["received"] else "%.2f" % (int(cpu) / os.sysconf("SC_CLK_TCK") * 1e6 / s["received"])
+print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"], per)' "$cpu"
 }
 
 us() { # microseconds, readably
 	python3 -c "v=$1; print('%.1f ms' % (v/1000) if v >= 1000 else '%d us' % v)"
 }
 
-printf '%-46s %-10s %11s %11s %7s %13s %13s %5s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99" tap
+if [ -n "$BEFORE" ]; then
+	printf '%-46s %-10s %11s %11s %7s %13s %13s %5s %8s %11s %13s %8s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99" tap "cpu/msg" "before/s" "before p99" "cpu/msg"
+else
+	printf '%-46s %-10s %11s %11s %7s %13s %13s %5s %8s\n' scenario generator "RabbitMQ/s" "wiretap/s" ratio "RabbitMQ p99" "wiretap p99" tap "cpu/msg"
+fi
 for sc in "${scenarios[@]}"; do
 	name=${sc%%|*}
 	flags=${sc#*|}
@@ -136,14 +185,27 @@ for sc in "${scenarios[@]}"; do
 			n=$((n + 1))
 			# A pause after each run lets the broker finish deleting the
 			# backlog before the other one is measured on the same cores.
-			read -r rr rp < <(run "$RABBITMQ_URL" "$client" "$flags" "$out/$n-rabbitmq.json")
-			sleep "$PAUSE"
+			rr=0 rp=0
+			if [ "$RABBITMQ" != off ]; then
+				read -r rr rp _ < <(run "$RABBITMQ_URL" "$client" "$flags" "$out/$n-rabbitmq.json")
+				sleep "$PAUSE"
+			fi
 			start_broker
-			read -r wr wp < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-wiretap.json")
+			read -r wr wp wc < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-wiretap.json")
 			stop_broker
 			sleep "$PAUSE"
 			ratio=$(python3 -c "print('%.1fx' % ($wr / max($rr, 1)))")
-			printf '%-46s %-10s %11d %11d %7s %13s %13s %5s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")" "$tap"
+			if [ "$RABBITMQ" = off ]; then ratio=-; fi
+			if [ -n "$BEFORE" ]; then
+				wtap=$tap
+				start_broker "$BEFORE"
+				read -r br bp bc < <(run "$WIRETAP_URL" "$client" "$flags" "$out/$n-before.json" "$BEFORE")
+				stop_broker
+				sleep "$PAUSE"
+				printf '%-46s %-10s %11d %11d %7s %13s %13s %5s %8s %11d %13s %8s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")" "$wtap" "$wc" "$br" "$(us "$bp")" "$bc"
+			else
+				printf '%-46s %-10s %11d %11d %7s %13s %13s %5s %8s\n' "$name" "$client" "$rr" "$wr" "$ratio" "$(us "$rp")" "$(us "$wp")" "$tap" "$wc"
+			fi
 		done
 	done
 done
