@@ -160,22 +160,29 @@ func realMillion(b testing.TB) []*decode.Unit {
 }
 
 // BenchmarkFilterReal is BenchmarkFilterComplete on a million real units:
-// one keypress changing a valid filter, up to every match found.
+// one keypress changing a valid filter, up to every match found. Under
+// "frozen" the store's budget (--memory 64MiB) holds few of them whole:
+// the rest are frozen to records and blobs, as on a large capture.
 func BenchmarkFilterReal(b *testing.B) {
 	units := realMillion(b)
-	for _, c := range []struct{ name, expr string }{
+	cases := []struct{ name, expr string }{
 		{"method", `amqp.method == "basic.publish"`},
 		{"len", `frame.len > 1000`},
 		{"routing_key", `amqp.method.arguments.routing_key == "k1"`},
 		{"header", `amqp.header.body-size > 10`},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			var m tea.Model = New(Options{Title: "bench"})
+	}
+	run := func(b *testing.B, memory int64, name, expr string) {
+		b.Run(name, func(b *testing.B) {
+			var m tea.Model = New(Options{Title: "bench", Memory: memory})
 			nm := m.(Model)
 			nm.driven = true
+			b.Cleanup(func() { nm.st.Close() })
 			m, _ = nm.Update(tea.WindowSizeMsg{Width: 160, Height: 50})
 			m, _ = m.Update(unitsMsg{batches: [][]*decode.Unit{units}, closed: true})
-			d := withFilter(b, m.(Model), c.expr)
+			if k, _ := nm.st.Spilled(); memory > 0 && k < len(units)*9/10 {
+				b.Fatalf("%d of %d units frozen", k, len(units))
+			}
+			d := withFilter(b, m.(Model), expr)
 			editFilter(b, d, func() {})
 			if len(d.m.flt.rows) == 0 {
 				b.Fatal("no rows")
@@ -183,6 +190,14 @@ func BenchmarkFilterReal(b *testing.B) {
 			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
 		})
 	}
+	for _, c := range cases {
+		run(b, 0, c.name, c.expr)
+	}
+	b.Run("frozen", func(b *testing.B) {
+		for _, c := range cases {
+			run(b, 64<<20, c.name, c.expr)
+		}
+	})
 }
 
 // withFilter returns a driver over m with expr typed into the filter bar
