@@ -166,7 +166,10 @@
 // finder ([decode.Finder]) for just that field, which reads the unit's
 // bytes without building its tree, and only when the finder cannot answer
 // builds the tree with [decode.Unit.Fields], once per call;
-// [Filter.Dissects] says whether a filter can need either. Filters
+// [Filter.Dissects] says whether a filter can need either, and
+// [Filter.Shallow] whether it reads nothing but a unit's plain fields, so
+// that a store that put units' bytes and notes aside can match it on what
+// it kept (the TUI's store, on its records of frozen units). Filters
 // compiled with [CompileWith] share a [Memo] of what units hold for tree
 // fields, so that running them again (an edited literal) reads neither.
 // Tests run left to right and stop early, so put virtual tests first:
