@@ -75,3 +75,18 @@ func ProtoByPort(port uint16) (Proto, bool) {
 
 // IsWellKnownPort reports whether port is one wiretap knows a server on.
 func IsWellKnownPort(port uint16) bool { _, ok := wellKnown[port]; return ok }
+
+// LooksAMQP10Frame reports whether b, the first bytes seen one way on a
+// connection whose protocol header was not captured (a capture started
+// mid-stream), start an AMQP 1.0 frame (§2.3.1: a 4-byte size of at
+// least 8, a data offset of at least 2 words, type 0 for AMQP or 1 for
+// SASL) rather than an AMQP 0-9-1 one, whose first byte is its type (1,
+// 2, 3 or 8) where a 1.0 frame under 16 MiB has 0. It needs 8 bytes.
+func LooksAMQP10Frame(b []byte) bool {
+	if len(b) < 8 || b[0] != 0 {
+		return false
+	}
+	size := binary.BigEndian.Uint32(b)
+	doff := uint32(b[4]) * 4
+	return size >= 8 && doff >= 8 && doff <= size && (b[5] == 0 || b[5] == 1)
+}

@@ -260,6 +260,11 @@ func (p *Pipeline) decideByPort(c *conn) bool {
 		return true
 	}
 	if proto, ok := p.portProto(c); ok {
+		// RabbitMQ serves AMQP 1.0 on the 0-9-1 port: without the header
+		// (a capture started mid-stream), the frames tell.
+		if proto == decode.ProtoAMQP091 && (decode.LooksAMQP10Frame(c.head[0]) || decode.LooksAMQP10Frame(c.head[1])) {
+			proto = decode.ProtoAMQP10
+		}
 		if !f.SYN {
 			_, aWK := p.serverPort(f.A.Port())
 			_, bWK := p.serverPort(f.B.Port())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -32,7 +33,11 @@ func TestAgreesWithTshark(t *testing.T) {
 	// both sides resynchronise on the same frame boundaries. (The
 	// snaplen-cut capture is left out: tshark guesses across the cut.)
 	damaged, _ := filepath.Glob("../testdata/damaged-[ml]*.pcap*")
-	files = append(files, damaged...)
+	for _, d := range damaged {
+		if !strings.Contains(d, "amqp10") { // AMQP 1.0: TestMidstreamAMQP10
+			files = append(files, d)
+		}
+	}
 	if extra := os.Getenv("WIRETAP_TSHARK_CAPTURES"); extra != "" {
 		more, _ := filepath.Glob(extra)
 		files = append(files, more...)

@@ -98,8 +98,13 @@ type direction struct {
 	// afterGap says we are resynchronising after lost bytes, not after
 	// garbage: the skipped tail of a frame is expected, not reported.
 	afterGap bool
-	junk     junk
-	hdr      ContentHeader
+	// lostN bytes from stream offset lostOff were skipped after a gap
+	// without a frame boundary found yet: reported at the end if none is.
+	lostN   int
+	lostOff int64
+	lostT   time.Time
+	junk    junk
+	hdr     ContentHeader
 	// The messages in flight: cur (on channel curCh) when not nil, and
 	// the others in msgs. Nearly all traffic carries one message at a time
 	// on one channel, so most messages come and go without a map write.
@@ -162,6 +167,8 @@ type junk struct {
 	raw  []byte
 	why  string
 	time time.Time
+	// toEnd: no frame boundary followed (the bytes run to the stream's end).
+	toEnd bool
 }
 
 // assembly collects a message: its method, content header and body frames.
@@ -228,7 +235,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 		n = 0
 	}
 	ds.s.Reset(int64(n))
-	ds.synced, ds.afterGap = false, true
+	ds.synced, ds.afterGap, ds.lostN = false, true, 0
 	// Messages in flight in this direction lost bytes.
 	for _, ch := range ds.channels() {
 		d.drop(ds, ch)
@@ -260,7 +267,21 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 			d.emit(u)
 		} else if !ds.afterGap {
 			d.skip(dir, ds.s.Pos+int64(n), rest, t, "")
+		} else {
+			if ds.lostN == 0 {
+				ds.lostOff, ds.lostT = ds.s.Pos+int64(n), t
+			}
+			ds.lostN += len(rest)
 		}
+	}
+	if !ds.synced && ds.afterGap && ds.lostN > 0 {
+		// Not one frame boundary since the gap (or since a capture that
+		// began mid-stream): say so rather than show nothing for the rest.
+		j := &ds.junk
+		*j = junk{n: ds.lostN, off: ds.lostOff, time: ds.lostT, toEnd: true,
+			why: "no AMQP 0-9-1 frame boundary found after the gap (not AMQP 0-9-1? see --decode-as)"}
+		j.raw = append(j.raw, rest[:min(len(rest), junkKeep)]...)
+		ds.lostN = 0
 	}
 	d.flushJunk(dir)
 	ds.s.Keep(len(buf), nil)
@@ -313,6 +334,11 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time, atEnd bool) int
 			if skip > 0 {
 				if !ds.afterGap {
 					d.skip(dir, pos, rest[:skip], t, "")
+				} else {
+					if ds.lostN == 0 {
+						ds.lostOff, ds.lostT = pos, t
+					}
+					ds.lostN += skip
 				}
 				off += skip
 			}
@@ -320,7 +346,7 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time, atEnd bool) int
 				return off
 			}
 			d.flushJunk(dir)
-			ds.synced, ds.afterGap = true, false
+			ds.synced, ds.afterGap, ds.lostN = true, false, 0
 			continue
 		}
 		if rest[0] == 'A' {
@@ -400,7 +426,11 @@ func (d *Decoder) flushJunk(dir decode.Dir) {
 	if why == "" {
 		why = "not an AMQP frame"
 	}
-	u.SetErr("amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + " to the next frame boundary")
+	to := " to the next frame boundary"
+	if j.toEnd {
+		to = " to the end of the stream"
+	}
+	u.SetErr("amqp091: " + why + "; skipped " + strconv.Itoa(j.n) + " bytes at stream offset " + strconv.FormatInt(j.off, 10) + to)
 	u.Summary = "Malformed: " + why
 	u.Dissect = dissectMalformed
 	*j = junk{}

@@ -15,6 +15,14 @@ capture_start lo "$TESTDATA/amqp10-proton.pcapng" lo "$AMQP_FILTER"
 PN_TRACE_FRM=1 timeout 60 $PY "$GEN_DIR/proton_client.py" 127.0.0.2:5672 2>"$TESTDATA/amqp10-proton.trace"
 capture_stop lo
 
+# Capture started mid-connection after the SASL and AMQP headers and the
+# client's open (the first packet is the broker's open): on RabbitMQ's
+# 0-9-1 port, only the frames can tell it is AMQP 1.0.
+first=$(tshark -r "$TESTDATA/amqp10-proton.pcapng" -Y 'amqp.performative == 16 && tcp.srcport == 5672' -T fields -e frame.number 2>/dev/null | head -n 1)
+total=$(capinfos -M -c "$TESTDATA/amqp10-proton.pcapng" | awk -F': *' '/Number of packets/ {print $2}')
+editcap -r "$TESTDATA/amqp10-proton.pcapng" "$TESTDATA/damaged-midstream-amqp10.pcapng" "$first-$total"
+chmod 644 "$TESTDATA/damaged-midstream-amqp10.pcapng"
+
 log "amqp10-goamqp"
 (cd "$ROOT" && go build -o "$GEN_BIN/goamqp" ./internal/capgen/goamqp)
 capture_start lo "$TESTDATA/amqp10-goamqp.pcapng" lo "$AMQP_FILTER"
