@@ -24,6 +24,13 @@ WATERMILL_AMQP_VERSION=v3.0.2
 work=$(mktemp -d)
 trap 'kill $broker_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
+# amqp091-go's recovery tests reach the management API at localhost:15672
+# and nowhere else: a port taken by another process (RabbitMQ's management
+# plugin, a broker left running) is named here rather than failing later.
+if holder=$(ss -ltnpH 'sport = :15672' 2>/dev/null) && [ -n "$holder" ]; then
+	echo "client-suites: 127.0.0.1:15672 is taken, and amqp091-go's suite needs it for the broker's management API: $holder" >&2
+	exit 1
+fi
 go build -o "$work/wiretap" ./cmd/wiretap
 "$work/wiretap" broker --headless --listen 127.0.0.1:$PORT --management 127.0.0.1:15672 \
 	>"$work/broker.out" 2>"$work/broker.err" &
