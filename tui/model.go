@@ -116,6 +116,7 @@ func New(opt Options) Model {
 		st.SetBudget(max(opt.Memory/2, 1))
 	}
 	st.SetHeapBound(true)
+	st.SetDiskLimit(opt.Disk)
 	m := Model{
 		opt: opt, st: st, km: km, sty: sty, lang: lang,
 		conns:   connlist.New(st, km, sty),

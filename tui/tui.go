@@ -72,6 +72,9 @@ type Options struct {
 	// collector's soft limit is the rest. The title shows the store's use
 	// against it.
 	Memory int64
+	// Disk bounds the store's temporary files (0: only the free space the
+	// store always leaves on their filesystem; see store.SetDiskLimit).
+	Disk int64
 	// Warnings, if set, returns what the source reported without
 	// stopping (a capture cut short, a limit reached), as `read` prints
 	// them on stderr; the statistics view lists them.

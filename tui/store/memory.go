@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -125,11 +126,76 @@ type memory struct {
 	// heapBound: see SetHeapBound. shrink is what the budget is lowered
 	// by, from the live heap the collector last measured; gcs is the cycle
 	// it was measured at.
+	// disk bounds the spill and index files (0: no bound of the
+	// caller's); reserve is the free space the store leaves on their
+	// filesystem whatever disk says, checked every diskCheck bytes
+	// written (next).
+	disk, reserve int64
+	next          int64
+
 	heapBound bool
 	shrink    int64
 	gcs       uint64
 	heapProbe []metrics.Sample
 	appends   int
+}
+
+// SetDiskLimit bounds what the store's temporary files may take on disk:
+// the spill file's bytes and the index file's records together. Past it
+// (or once its filesystem has less than [DiskReserve] free, whatever the
+// limit) the store stops freezing, as when the disk is full: the error
+// says which bound was met, the units held stay, and once the memory
+// budget is spent new units are counted and not kept ([Store.Dropped]).
+// 0 means no limit but the reserve.
+func (s *Store) SetDiskLimit(limit int64) { s.mem.disk = max(limit, 0) }
+
+// DiskReserve is the free space the store leaves on the filesystem of its
+// temporary files: the larger of 1 GiB and a twentieth of the filesystem,
+// so that a session left running does not fill the machine's disk.
+func DiskReserve(fsSize int64) int64 { return max(1<<30, fsSize/20) }
+
+// freeSpaceOf is freeSpace; tests replace it.
+var freeSpaceOf = freeSpace
+
+// diskCheck is how many bytes are written to the store's files between two
+// looks at the free space of their filesystem (a variable for tests).
+var diskCheck int64 = 64 << 20
+
+// onDisk is what the store's files hold.
+func (m *memory) onDisk() int64 {
+	return m.end + int64(m.pagesOut)*int64(recPage*recSize)
+}
+
+// roomOnDisk reports, before a freeze, whether the files may grow: within
+// the limit set, and with the reserve free on their filesystem.
+func (m *memory) roomOnDisk() error {
+	used := m.onDisk()
+	if m.disk > 0 && used >= m.disk {
+		return errors.New("store: the temporary files reached the disk limit (--disk " + sizeText(m.disk) + "): nothing more is frozen")
+	}
+	if used < m.next {
+		return nil
+	}
+	m.next = used + diskCheck
+	free, size, err := freeSpaceOf(m.spill)
+	if err != nil {
+		return nil // not knowable here: only the limit set applies
+	}
+	if m.reserve == 0 {
+		m.reserve = DiskReserve(size)
+	}
+	if free < m.reserve {
+		return errors.New("store: " + sizeText(free) + " left free on the temporary files' filesystem, under the " + sizeText(m.reserve) + " kept free: nothing more is frozen")
+	}
+	return nil
+}
+
+// sizeText writes n bytes as MiB or GiB with one decimal.
+func sizeText(n int64) string {
+	if n >= 1<<30 {
+		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 }
 
 // SetHeapBound has the store keep the process's live heap, as the garbage
@@ -243,6 +309,9 @@ func (s *Store) evict() {
 		if m.err = m.open(); m.err != nil {
 			return
 		}
+	}
+	if m.err = m.roomOnDisk(); m.err != nil {
+		return
 	}
 	k := 0
 	var freedIndex, freedRaw int64

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -391,4 +392,63 @@ func TestFreezeFailureBoundsMemory(t *testing.T) {
 			t.Fatalf("unit %d, held whole, lost its bytes", i)
 		}
 	}
+}
+
+// TestDiskLimit: the store's files stop growing at the limit set, and at
+// the free space it keeps on their filesystem; it then behaves as on a full
+// disk (it says why, keeps what it holds, counts what it no longer keeps),
+// and every unit frozen before the bound still comes back.
+func TestDiskLimit(t *testing.T) {
+	const budget = 1 << 20
+	units := bulky(2000) // 8 MiB of bytes
+	check := func(t *testing.T, s *Store, want string) {
+		for i := 0; i < len(units); i += 50 {
+			s.Append(units[i : i+50])
+		}
+		k, err := s.Spilled()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v, want one saying %q", err, want)
+		}
+		if k == 0 || s.Dropped() == 0 || s.Len()+s.Dropped() != len(units) {
+			t.Fatalf("%d frozen, %d kept, %d dropped, of %d", k, s.Len(), s.Dropped(), len(units))
+		}
+		for i := range s.Len() {
+			if !bytes.Equal(s.Load(int32(i)).Raw, units[i].Raw) {
+				t.Fatalf("unit %d lost its bytes", i)
+			}
+		}
+	}
+	t.Run("limit", func(t *testing.T) {
+		s := New()
+		defer s.Close()
+		s.SetBudget(budget)
+		s.SetDiskLimit(2 << 20)
+		check(t, s, "disk limit (--disk 2.0 MiB)")
+		if on := s.mem.onDisk(); on > 2<<20+budget {
+			t.Fatalf("%d bytes on disk, limit 2 MiB (and a batch past it)", on)
+		}
+	})
+	t.Run("reserve", func(t *testing.T) {
+		defer func(f func(*os.File) (int64, int64, error), every int64) { freeSpaceOf, diskCheck = f, every }(freeSpaceOf, diskCheck)
+		diskCheck = 256 << 10
+		// A 100 GiB filesystem (so 5 GiB are kept free) with 5 GiB and
+		// 3 MiB free before the store wrote anything.
+		freeSpaceOf = func(f *os.File) (int64, int64, error) { return 5<<30 + 3<<20 - size(f), 100 << 30, nil }
+		s := New()
+		defer s.Close()
+		s.SetBudget(budget)
+		check(t, s, "under the 5.0 GiB kept free")
+		if n := size(s.mem.spill); n < 3<<20 || n > 3<<20+diskCheck+budget {
+			t.Fatalf("the spill file stopped at %d bytes, want about 3 MiB", n)
+		}
+	})
+}
+
+// size is the size of file f.
+func size(f *os.File) int64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
