@@ -32,8 +32,8 @@
 # compare latencies at a load both brokers sustain.
 #
 # The "cpu/msg" columns are the CPU time the embedded broker and the
-# generator took together (from /proc, after the warm-up to the end of
-# the run) per message received: on a machine other jobs load, it moves
+# generator took together (from /proc, over the first 80% of the measured
+# time by the script's clock) per message received at the run's rate: on a machine other jobs load, it moves
 # far less than the rates do. BEFORE=PATH (a wiretap binary, say one built
 # from the previous commit) runs each scenario a third time, broker and
 # generator from that binary, right after the current one, for a
@@ -125,12 +125,16 @@ ticks() { # PID -> CPU ticks (user + system) so far, 0 when it is gone
 	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
-warmup_s=$(python3 -c "
+secs() { # a Go duration (or bare seconds) -> seconds
+	python3 -c "
 import re, sys
-v = 0.0
-for n, u in re.findall(r'([0-9.]+)(ms|us|h|m|s)', '$WARMUP'):
+v = 0.0 if re.search('[a-z]', '$1') else float('$1')
+for n, u in re.findall(r'([0-9.]+)(ms|us|h|m|s)', '$1'):
     v += float(n) * {'h': 3600, 'm': 60, 's': 1, 'ms': 1e-3, 'us': 1e-6}[u]
-print(v)")
+print(v)"
+}
+warmup_s=$(secs "$WARMUP")
+duration_s=$(secs "$DURATION")
 
 n=0
 run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (or "0 0 -" when the run failed)
@@ -139,18 +143,17 @@ run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (o
 	"$bin" bench --uri "$1" --client "$2" -z "$DURATION" --warm-up "$WARMUP" --json $3 >"$f" 2>"$f.err" &
 	local gen=$!
 	sleep "$warmup_s"
-	local g0 g1=0 b0=0 b1=0
+	local g0 g1 b0=0 b1=0 t0 t1
+	# The CPU over the first 80% of the measured time (by the script's
+	# clock, so ending well before the generator stops), per message at
+	# the run's average rate.
+	t0=$(date +%s.%N)
 	g0=$(ticks $gen)
 	if [ -n "$broker_pid" ]; then b0=$(ticks "$broker_pid"); fi
-	# The CPU is read when the summary is out, before the generator exits.
-	while kill -0 $gen 2>/dev/null; do
-		if grep -q '"summary"' "$f" 2>/dev/null; then
-			g1=$(ticks $gen)
-			if [ -n "$broker_pid" ]; then b1=$(ticks "$broker_pid"); fi
-			break
-		fi
-		sleep 0.05
-	done
+	sleep "$(python3 -c "print($duration_s * 0.8)")"
+	g1=$(ticks $gen)
+	if [ -n "$broker_pid" ]; then b1=$(ticks "$broker_pid"); fi
+	t1=$(date +%s.%N)
 	if ! wait $gen; then
 		echo "broker-vs-rabbitmq: run $n ($1, $2, $3) failed: $(tail -1 "$f.err")" >&2
 		echo "0 0 -"
@@ -161,9 +164,10 @@ run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (o
 	tail -1 "$f" | python3 -c '
 import json, os, sys
 s = json.load(sys.stdin)["summary"]
-cpu = sys.argv[1]
-per = "-" if cpu == "-" or not s["received"] else "%.2f" % (int(cpu) / os.sysconf("SC_CLK_TCK") * 1e6 / s["received"])
-print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"], per)' "$cpu"
+cpu, window = sys.argv[1], float(sys.argv[2])
+msgs = s["receive_rate"] * window
+per = "-" if cpu == "-" or msgs <= 0 else "%.2f" % (int(cpu) / os.sysconf("SC_CLK_TCK") * 1e6 / msgs)
+print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"], per)' "$cpu" "$(python3 -c "print($t1 - $t0)")"
 }
 
 us() { # microseconds, readably
