@@ -155,7 +155,7 @@ func (m Model) Init() tea.Cmd {
 	if m.ticking {
 		tick = tickCmd()
 	}
-	return tea.Batch(waitUnits(m.opt.Units), waitErr(m.opt.Err), tick)
+	return tea.Batch(waitUnitsUpTo(m.opt.Units, firstUnits), waitErr(m.opt.Err), tick)
 }
 
 // Update dispatches a message.
