@@ -32,7 +32,7 @@
 # compare latencies at a load both brokers sustain.
 #
 # The "cpu/msg" columns are the CPU time the embedded broker and the
-# generator took together (from /proc, over the first 80% of the measured
+# generator took together (from /proc, over the first 60% of the measured
 # time by the script's clock) per message received at the run's rate: on a machine other jobs load, it moves
 # far less than the rates do. BEFORE=PATH (a wiretap binary, say one built
 # from the previous commit) runs each scenario a third time, broker and
@@ -135,6 +135,7 @@ print(v)"
 }
 warmup_s=$(secs "$WARMUP")
 duration_s=$(secs "$DURATION")
+window_s=$(python3 -c "print($duration_s * 0.6)")
 
 n=0
 run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (or "0 0 -" when the run failed)
@@ -144,13 +145,13 @@ run() { # URL CLIENT FLAGS FILE [BIN] -> "receive_rate p99_us cpu_us_per_msg" (o
 	local gen=$!
 	sleep "$warmup_s"
 	local g0 g1 b0=0 b1=0 t0 t1
-	# The CPU over the first 80% of the measured time (by the script's
+	# The CPU over the first 60% of the measured time (by the script's
 	# clock, so ending well before the generator stops), per message at
 	# the run's average rate.
 	t0=$(date +%s.%N)
 	g0=$(ticks $gen)
 	if [ -n "$broker_pid" ]; then b0=$(ticks "$broker_pid"); fi
-	sleep "$(python3 -c "print($duration_s * 0.8)")"
+	sleep "$window_s"
 	g1=$(ticks $gen)
 	if [ -n "$broker_pid" ]; then b1=$(ticks "$broker_pid"); fi
 	t1=$(date +%s.%N)
