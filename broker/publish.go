@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/wiretap-dev/wiretap/broker/latency"
 	"github.com/wiretap-dev/wiretap/broker/queue"
 	"github.com/wiretap-dev/wiretap/broker/route"
 	"github.com/wiretap-dev/wiretap/decode/amqp091"
@@ -147,7 +148,11 @@ func (ch *channel) checkPublished(p publishing, msg *queue.Message) (amqp091.Tab
 	// A message is published when its last bytes were read: one clock
 	// reading per socket read, not one per message (a clock reading costs
 	// a twentieth of a small message's path on this machine's vDSO).
-	msg.Exchange, msg.RoutingKey, msg.Header, msg.Body, msg.PublishedAt = p.exchange, p.routingKey, p.header, p.body, c.readAt
+	at := c.readAt
+	if at == 0 { // frames that came by no socket (in process)
+		at = latency.Now()
+	}
+	msg.Exchange, msg.RoutingKey, msg.Header, msg.Body, msg.PublishedAt = p.exchange, p.routingKey, p.header, p.body, at
 	if err := msg.SetProperties(props); err != nil {
 		if pe, ok := err.(*queue.PublishError); ok {
 			return nil, ids(&amqpError{code: 406, text: pe.ReplyText()})
