@@ -313,8 +313,12 @@ func appendDisposition10(dst []byte, channel uint16, first, last uint32, state [
 // run10 runs an AMQP 1.0 connection after its protocol header.
 func (c *conn) run10(hdr [8]byte) error {
 	cn := &conn10{c: c, sessions: make(map[uint16]*session10), maxFrame: c.b.frameMax, peerMaxFrame: c.b.frameMax}
-	cn.rd = reader10{r: tapReader{c}, nc: c.nc, max: cn.maxFrame, buf: make([]byte, 8<<10)}
-	cn.rd.end = copy(cn.rd.buf, c.fr.Pending())
+	// What the 0-9-1 reader read past the protocol header is the 1.0
+	// handler's to start with, all of it: a client may pipeline its whole
+	// opening and its first messages (§2.4.1).
+	pending := c.fr.Pending()
+	cn.rd = reader10{r: tapReader{c}, nc: c.nc, max: cn.maxFrame, buf: make([]byte, max(8<<10, len(pending)))}
+	cn.rd.end = copy(cn.rd.buf, pending)
 	c.fr = nil
 	c.amqp10.Store(true)
 	c.setState(stateStarting)
