@@ -82,18 +82,17 @@ func (v View) Range(lo, hi int, fn func(i int32, u *decode.Unit) bool) bool {
 				m.mu.RUnlock()
 				return false
 			}
-			for ; err != nil && i < cold; i++ {
-				if !fn(int32(i), s.unreadable(int32(i), err)) {
+			if err != nil {
+				if !s.rangeUnreadable(i, cold, err, fn) {
 					m.mu.RUnlock()
 					return false
 				}
+				i = cold
 			}
 		}
-		for ; i < e; i++ {
-			if !fn(int32(i), m.live[i-m.cold]) {
-				m.mu.RUnlock()
-				return false
-			}
+		if !m.rangeLive(i, e, fn) {
+			m.mu.RUnlock()
+			return false
 		}
 		m.mu.RUnlock()
 	}
@@ -124,12 +123,11 @@ func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bo
 		for i < cold {
 			page, base, err := sh.page(s, i)
 			if err != nil {
-				for ; i < cold; i++ {
-					if !fn(int32(i), s.unreadable(int32(i), err)) {
-						m.mu.RUnlock()
-						return false
-					}
+				if !s.rangeUnreadable(i, cold, err, fn) {
+					m.mu.RUnlock()
+					return false
 				}
+				i = cold
 				break
 			}
 			for end := min(cold, base+len(page)); i < end; i++ {
@@ -139,11 +137,9 @@ func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bo
 				}
 			}
 		}
-		for ; i < e; i++ {
-			if !fn(int32(i), m.live[i-m.cold]) {
-				m.mu.RUnlock()
-				return false
-			}
+		if !m.rangeLive(i, e, fn) {
+			m.mu.RUnlock()
+			return false
 		}
 		m.mu.RUnlock()
 	}
@@ -233,6 +229,28 @@ func (sh *shell) of(s *Store, i int32, r *rec, page []rec, base int) *decode.Uni
 		u.Parent = &sh.parent
 	}
 	return u
+}
+
+// rangeLive calls fn for units [i, e), all held whole, until it returns
+// false; it reports whether it reached e. mu is held.
+func (m *memory) rangeLive(i, e int, fn func(int32, *decode.Unit) bool) bool {
+	for ; i < e; i++ {
+		if !fn(int32(i), m.live[i-m.cold]) {
+			return false
+		}
+	}
+	return true
+}
+
+// rangeUnreadable gives fn stand-ins for units [i, e), which could not be
+// read back (err), until it returns false; it reports whether it reached e.
+func (s *Store) rangeUnreadable(i, e int, err error, fn func(int32, *decode.Unit) bool) bool {
+	for ; i < e; i++ {
+		if !fn(int32(i), s.unreadable(int32(i), err)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Head returns the view of its first n units (all of them when n is
