@@ -96,15 +96,12 @@ type direction struct {
 	// synced says the stream position is a frame boundary we trust.
 	synced bool
 	// afterGap says we are resynchronising after lost bytes, not after
-	// garbage: the skipped tail of a frame is expected, not reported.
+	// garbage: the skipped tail of a frame is expected, and the junk it
+	// makes is dropped at the next frame boundary, not reported (unless
+	// none comes before the stream ends).
 	afterGap bool
-	// lostN bytes from stream offset lostOff were skipped after a gap
-	// without a frame boundary found yet: reported at the end if none is.
-	lostN   int
-	lostOff int64
-	lostT   time.Time
-	junk    junk
-	hdr     ContentHeader
+	junk     junk
+	hdr      ContentHeader
 	// The messages in flight: cur (on channel curCh) when not nil, and
 	// the others in msgs. Nearly all traffic carries one message at a time
 	// on one channel, so most messages come and go without a map write.
@@ -230,12 +227,16 @@ func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 	dir &= 1
 	ds := &d.dirs[dir]
-	d.flushJunk(dir)
+	if ds.afterGap {
+		ds.junk = junk{} // bytes between two gaps: no boundary to trust
+	} else {
+		d.flushJunk(dir)
+	}
 	if n < 0 {
 		n = 0
 	}
 	ds.s.Reset(int64(n))
-	ds.synced, ds.afterGap, ds.lostN = false, true, 0
+	ds.synced, ds.afterGap = false, true
 	// Messages in flight in this direction lost bytes.
 	for _, ch := range ds.channels() {
 		d.drop(ds, ch)
@@ -265,23 +266,14 @@ func (d *Decoder) End(dir decode.Dir, t time.Time) {
 			}
 			u.SetErr("amqp091: truncated: stream ended " + strconv.Itoa(len(rest)) + " bytes into a frame")
 			d.emit(u)
-		} else if !ds.afterGap {
-			d.skip(dir, ds.s.Pos+int64(n), rest, t, "")
 		} else {
-			if ds.lostN == 0 {
-				ds.lostOff, ds.lostT = ds.s.Pos+int64(n), t
-			}
-			ds.lostN += len(rest)
+			d.skip(dir, ds.s.Pos+int64(n), rest, t, "")
 		}
 	}
-	if !ds.synced && ds.afterGap && ds.lostN > 0 {
+	if !ds.synced && ds.afterGap && ds.junk.n > 0 {
 		// Not one frame boundary since the gap (or since a capture that
 		// began mid-stream): say so rather than show nothing for the rest.
-		j := &ds.junk
-		*j = junk{n: ds.lostN, off: ds.lostOff, time: ds.lostT, toEnd: true,
-			why: "no AMQP 0-9-1 frame boundary found after the gap (not AMQP 0-9-1? see --decode-as)"}
-		j.raw = append(j.raw, rest[:min(len(rest), junkKeep)]...)
-		ds.lostN = 0
+		ds.junk.why, ds.junk.toEnd = "no AMQP 0-9-1 frame boundary found after the gap (not AMQP 0-9-1? see --decode-as)", true
 	}
 	d.flushJunk(dir)
 	ds.s.Keep(len(buf), nil)
@@ -332,21 +324,18 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time, atEnd bool) int
 		if !ds.synced {
 			skip, ok := d.resync(rest, atEnd)
 			if skip > 0 {
-				if !ds.afterGap {
-					d.skip(dir, pos, rest[:skip], t, "")
-				} else {
-					if ds.lostN == 0 {
-						ds.lostOff, ds.lostT = pos, t
-					}
-					ds.lostN += skip
-				}
+				d.skip(dir, pos, rest[:skip], t, "")
 				off += skip
 			}
 			if !ok {
 				return off
 			}
-			d.flushJunk(dir)
-			ds.synced, ds.afterGap, ds.lostN = true, false, 0
+			if ds.afterGap {
+				ds.junk = junk{} // the tail of a frame the gap cut: expected
+			} else {
+				d.flushJunk(dir)
+			}
+			ds.synced, ds.afterGap = true, false
 			continue
 		}
 		if rest[0] == 'A' {
