@@ -472,6 +472,21 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + " bytes"
 }
 
+// FormatBytes renders a byte count for reading: bytes below 1 KiB, else
+// one decimal of the largest binary unit under it ("113.9MiB").
+func FormatBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	f, i := float64(n)/1024, 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64) + string(units[i]) + "iB"
+}
+
 // ParseSize reads a size such as 512MiB, 64KiB, 2GiB or 1048576 (bytes).
 func ParseSize(s string) (int64, error) {
 	mult := int64(1)

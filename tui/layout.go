@@ -8,7 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
 )
 
@@ -139,7 +139,7 @@ func (m *Model) titleBar() string {
 	}
 	parts = append(parts, group(m.st.Len())+" units")
 	if used, budget := m.st.Memory(); budget > 0 {
-		mem := "mem " + connlist.Bytes(used) + "/" + connlist.Bytes(m.opt.Memory)
+		mem := "mem " + decode.FormatBytes(used) + "/" + decode.FormatBytes(m.opt.Memory)
 		if _, err := m.st.Spilled(); err != nil {
 			mem += " (" + err.Error() + ")"
 		}
@@ -154,7 +154,7 @@ func (m *Model) titleBar() string {
 		if total > 0 {
 			parts = append(parts, "reading "+strconv.Itoa(int(done*100/total))+"%")
 		} else {
-			parts = append(parts, "reading "+connlist.Bytes(done))
+			parts = append(parts, "reading "+decode.FormatBytes(done))
 		}
 	case !m.done && m.opt.Live:
 		parts = append(parts, "live")

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"runtime/metrics"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -123,9 +122,6 @@ type memory struct {
 	fullLists []fullPage // list pages in memory, oldest first
 	listCache pageCache[listKey, int32]
 
-	// heapBound: see SetHeapBound. shrink is what the budget is lowered
-	// by, from the live heap the collector last measured; gcs is the cycle
-	// it was measured at.
 	// disk bounds the spill and index files (0: no bound of the
 	// caller's); reserve is the free space the store leaves on their
 	// filesystem whatever disk says, checked every diskCheck bytes
@@ -133,6 +129,9 @@ type memory struct {
 	disk, reserve int64
 	next          int64
 
+	// heapBound: see SetHeapBound. shrink is what the budget is lowered
+	// by, from the live heap the collector last measured; gcs is the cycle
+	// it was measured at.
 	heapBound bool
 	shrink    int64
 	gcs       uint64
@@ -142,17 +141,17 @@ type memory struct {
 
 // SetDiskLimit bounds what the store's temporary files may take on disk:
 // the spill file's bytes and the index file's records together. Past it
-// (or once its filesystem has less than [DiskReserve] free, whatever the
+// (or once its filesystem has less than [diskReserve] free, whatever the
 // limit) the store stops freezing, as when the disk is full: the error
 // says which bound was met, the units held stay, and once the memory
 // budget is spent new units are counted and not kept ([Store.Dropped]).
 // 0 means no limit but the reserve.
 func (s *Store) SetDiskLimit(limit int64) { s.mem.disk = max(limit, 0) }
 
-// DiskReserve is the free space the store leaves on the filesystem of its
+// diskReserve is the free space the store leaves on the filesystem of its
 // temporary files: the larger of 1 GiB and a twentieth of the filesystem,
 // so that a session left running does not fill the machine's disk.
-func DiskReserve(fsSize int64) int64 { return max(1<<30, fsSize/20) }
+func diskReserve(fsSize int64) int64 { return max(1<<30, fsSize/20) }
 
 // freeSpaceOf is freeSpace; tests replace it.
 var freeSpaceOf = freeSpace
@@ -171,7 +170,7 @@ func (m *memory) onDisk() int64 {
 func (m *memory) roomOnDisk() error {
 	used := m.onDisk()
 	if m.disk > 0 && used >= m.disk {
-		return errors.New("store: the temporary files reached the disk limit (--disk " + sizeText(m.disk) + "): nothing more is frozen")
+		return errors.New("store: the temporary files reached the disk limit (--disk " + decode.FormatSize(m.disk) + "): nothing more is frozen")
 	}
 	if used < m.next {
 		return nil
@@ -182,20 +181,12 @@ func (m *memory) roomOnDisk() error {
 		return nil // not knowable here: only the limit set applies
 	}
 	if m.reserve == 0 {
-		m.reserve = DiskReserve(size)
+		m.reserve = diskReserve(size)
 	}
 	if free < m.reserve {
-		return errors.New("store: " + sizeText(free) + " left free on the temporary files' filesystem, under the " + sizeText(m.reserve) + " kept free: nothing more is frozen")
+		return errors.New("store: " + decode.FormatBytes(free) + " left free on the temporary files' filesystem, under the " + decode.FormatBytes(m.reserve) + " kept free: nothing more is frozen")
 	}
 	return nil
-}
-
-// sizeText writes n bytes as MiB or GiB with one decimal.
-func sizeText(n int64) string {
-	if n >= 1<<30 {
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) + " GiB"
-	}
-	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 }
 
 // SetHeapBound has the store keep the process's live heap, as the garbage

@@ -423,7 +423,7 @@ func TestDiskLimit(t *testing.T) {
 		defer s.Close()
 		s.SetBudget(budget)
 		s.SetDiskLimit(2 << 20)
-		check(t, s, "disk limit (--disk 2.0 MiB)")
+		check(t, s, "disk limit (--disk 2MiB)")
 		if on := s.mem.onDisk(); on > 2<<20+budget {
 			t.Fatalf("%d bytes on disk, limit 2 MiB (and a batch past it)", on)
 		}
@@ -437,7 +437,7 @@ func TestDiskLimit(t *testing.T) {
 		s := New()
 		defer s.Close()
 		s.SetBudget(budget)
-		check(t, s, "under the 5.0 GiB kept free")
+		check(t, s, "under the 5.0GiB kept free")
 		if n := size(s.mem.spill); n < 3<<20 || n > 3<<20+diskCheck+budget {
 			t.Fatalf("the spill file stopped at %d bytes, want about 3 MiB", n)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/wiretap-dev/wiretap/broker/state"
-	"github.com/wiretap-dev/wiretap/tui/components/connlist"
+	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
 )
 
@@ -189,9 +189,9 @@ func (m *Model) overview() {
 	line("Rates", "publish "+m.ovRates[0].String()+"  deliver "+m.ovRates[1].String()+"  ack "+m.ovRates[2].String())
 	line("Counters", "published "+utoa(o.Published)+"  delivered "+utoa(o.Delivered)+"  acked "+utoa(o.Acked)+
 		"  returned "+utoa(o.Returned)+"  confirmed "+utoa(o.Confirmed)+"  redelivered "+utoa(o.Redelivered))
-	mem := connlist.Bytes(o.MemoryUsed)
+	mem := decode.FormatBytes(o.MemoryUsed)
 	if o.MemoryLimit > 0 {
-		mem += " of " + connlist.Bytes(o.MemoryLimit) + " (high watermark, " +
+		mem += " of " + decode.FormatBytes(o.MemoryLimit) + " (high watermark, " +
 			strconv.FormatFloat(100*float64(o.MemoryUsed)/float64(o.MemoryLimit), 'f', 1, 64) + "%)"
 	} else {
 		mem += " (no high watermark)"
@@ -236,7 +236,7 @@ func (m *Model) queues() {
 			a = strings.TrimSpace(a + " active=" + name(q.SingleActiveConsumer))
 		}
 		m.add(table(queueCols, name(q.VHost), name(q.Name), itoa(q.Ready), itoa(q.Unacked), itoa(q.Consumers),
-			connlist.Bytes(q.Bytes), r.publish.String(), r.deliver.String(), fl, a),
+			decode.FormatBytes(q.Bytes), r.publish.String(), r.deliver.String(), fl, a),
 			"q"+queueKey(q.VHost, q.Name), &JumpMsg{VHost: q.VHost, Queue: q.Name, ConsumerTags: m.tags(q.VHost, q.Name)})
 	}
 }

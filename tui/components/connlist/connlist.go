@@ -171,7 +171,7 @@ func (m *Model) row(r int, conns []*decode.Conn) string {
 	} else {
 		line += pad(strconv.Itoa(n.Units[0])+"/"+strconv.Itoa(n.Units[1]), 16)
 	}
-	line += pad(Bytes(n.Bytes[0]+n.Bytes[1]), 10) +
+	line += pad(decode.FormatBytes(n.Bytes[0]+n.Bytes[1]), 10) +
 		m.checksums(n.Checksums, sel) + m.problems(n.Warnings, n.Errors, sel) + m.event(n, sel)
 	if sel {
 		st := sy.Selected
@@ -246,20 +246,6 @@ func (m *Model) event(n store.Counts, plain bool) string {
 		return s
 	}
 	return m.sty.Warning.Render(s)
-}
-
-// Bytes formats a byte count with a binary unit.
-func Bytes(n int64) string {
-	const units = "KMGTPE"
-	if n < 1024 {
-		return strconv.FormatInt(n, 10) + "B"
-	}
-	f, i := float64(n)/1024, 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64) + string(units[i]) + "iB"
 }
 
 func pad(s string, w int) string {

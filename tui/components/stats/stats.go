@@ -11,7 +11,6 @@ import (
 
 	"github.com/wiretap-dev/wiretap/broker/state"
 	"github.com/wiretap-dev/wiretap/decode"
-	"github.com/wiretap-dev/wiretap/tui/components/connlist"
 	"github.com/wiretap-dev/wiretap/tui/internal/text"
 	"github.com/wiretap-dev/wiretap/tui/internal/textview"
 	"github.com/wiretap-dev/wiretap/tui/keys"
@@ -137,7 +136,7 @@ func (m *Model) render() {
 		add(sy.Dim.Render("computing…"), "")
 	}
 	add(sy.HelpSection.Render("Traffic"),
-		"  "+strconv.Itoa(st.Units)+" units, "+connlist.Bytes(st.Bytes)+" over "+st.Span.Round(time.Millisecond).String(), "")
+		"  "+strconv.Itoa(st.Units)+" units, "+decode.FormatBytes(st.Bytes)+" over "+st.Span.Round(time.Millisecond).String(), "")
 
 	if len(m.warnings) > 0 {
 		add(sy.HelpSection.Render("Source warnings"))
@@ -150,7 +149,7 @@ func (m *Model) render() {
 	add(sy.Header.Render(pad("  proto", 12) + pad("type", 26) + lpad("units", 10) + lpad("bytes", 12)))
 	// Every type: the view scrolls (j/k, pgup/pgdn).
 	for _, t := range st.Types {
-		add(pad("  "+t.Proto, 12) + pad(text.OneLine(t.Type), 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(connlist.Bytes(t.Bytes), 12))
+		add(pad("  "+t.Proto, 12) + pad(text.OneLine(t.Type), 26) + lpad(strconv.Itoa(t.Units), 10) + lpad(decode.FormatBytes(t.Bytes), 12))
 	}
 	add("")
 
