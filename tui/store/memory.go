@@ -506,12 +506,21 @@ func (c *pageCache[K, T]) get(k K, n int, f *os.File, off int64, what string) ([
 		return page, nil
 	}
 	page := make([]T, n)
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&page[0])), n*int(unsafe.Sizeof(page[0])))
-	if _, err := f.ReadAt(b, off); err != nil {
-		return nil, errors.New("store: " + what + ": " + err.Error())
+	if err := readPage(page, f, off, what); err != nil {
+		return nil, err
 	}
 	c.putLocked(k, page)
 	return page, nil
+}
+
+// readPage fills page from f at off (pages hold no pointers: they are
+// written as they are in memory); what names the file in the error.
+func readPage[T any](page []T, f *os.File, off int64, what string) error {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&page[0])), len(page)*int(unsafe.Sizeof(page[0])))
+	if _, err := f.ReadAt(b, off); err != nil {
+		return errors.New("store: " + what + ": " + err.Error())
+	}
+	return nil
 }
 
 // thawed caches the units last rebuilt from their records, so that the

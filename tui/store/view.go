@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"iter"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -191,8 +190,8 @@ func (sh *shell) page(s *Store, i int) ([]rec, int, error) {
 	}
 	if sh.recsAt != p {
 		sh.recsAt = -1
-		if _, err := m.idx.ReadAt(recBytes(sh.recs), int64(p)*int64(recPage*recSize)); err != nil {
-			return nil, 0, errors.New("store: index file: " + err.Error())
+		if err := readPage(sh.recs, m.idx, int64(p)*int64(recPage*recSize), "index file"); err != nil {
+			return nil, 0, err
 		}
 		sh.recsAt = p
 	}
