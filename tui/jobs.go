@@ -187,19 +187,18 @@ type filterState struct {
 	match func(*decode.Unit) bool
 	// shallow says match reads only units' plain fields, so scans give
 	// it frozen units as shells of their records (see shallowFilter); it
-	// was worked out for the expression shallowOf, when shallowSet.
-	shallow    bool
-	shallowSet bool
-	shallowOf  string
-	rows       []int32
-	upto       int32
-	gen        int
-	running    bool
-	cancel     context.CancelFunc
-	progress   *atomic.Int64
-	total      int64
-	shownKey   baseKey
-	shownLen   int
+	// was worked out for the expression shallowOf.
+	shallow   bool
+	shallowOf string
+	rows      []int32
+	upto      int32
+	gen       int
+	running   bool
+	cancel    context.CancelFunc
+	progress  *atomic.Int64
+	total     int64
+	shownKey  baseKey
+	shownLen  int
 }
 
 type searchState struct {
@@ -232,8 +231,11 @@ func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
 // filters, but New applies Options.Filter itself.
 func (m *Model) filterShallow() bool {
 	f := &m.flt
-	if !f.shallowSet || f.shallowOf != f.expr {
-		f.shallow, f.shallowSet, f.shallowOf = f.match != nil && m.shallowFilter(f.expr), true, f.expr
+	if f.match == nil {
+		return false
+	}
+	if f.shallowOf != f.expr {
+		f.shallow, f.shallowOf = m.shallowFilter(f.expr), f.expr
 	}
 	return f.shallow
 }
