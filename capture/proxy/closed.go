@@ -37,18 +37,18 @@ var pgTerminate = []byte{'X', 0, 0, 0, 4}
 // closeHandshake names the close handshake that the last bytes each way
 // end with ("AMQP connection.close-ok", "AMQP 1.0 close", "PostgreSQL
 // Terminate"), or "" when neither does: what a reset that followed it
-// ended was a session already over.
-func closeHandshake(fromClient, fromServer *tail) string {
+// ended was a session already over. amqp says the protocol is AMQP.
+func closeHandshake(fromClient, fromServer *tail) (name string, amqp bool) {
 	c, s := fromClient.bytes(), fromServer.bytes()
 	switch {
 	case endsWith(c, amqpCloseOK) || endsWith(s, amqpCloseOK):
-		return "AMQP connection.close-ok"
+		return "AMQP connection.close-ok", true
 	case endsWithAMQP10Close(c) && endsWithAMQP10Close(s):
-		return "AMQP 1.0 close"
+		return "AMQP 1.0 close", true
 	case endsWith(c, pgTerminate):
-		return "PostgreSQL Terminate"
+		return "PostgreSQL Terminate", false
 	}
-	return ""
+	return "", false
 }
 
 func endsWith(b, suffix []byte) bool {

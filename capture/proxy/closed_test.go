@@ -49,7 +49,7 @@ func TestCloseHandshake(t *testing.T) {
 		var ct, st tail
 		ct.add(c.client)
 		st.add(c.server)
-		if got := closeHandshake(&ct, &st); got != c.want {
+		if got, _ := closeHandshake(&ct, &st); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -393,9 +393,9 @@ func (p *Proxy) handle(ctx context.Context, ri int, cert *tls.Config, client net
 	// end every session (RabbitMQ closes its sockets with linger 0): said
 	// as the normal end it is, not as a fault.
 	after := ""
-	if ended := closeHandshake(&tails[0], &tails[1]); ended != "" {
+	if ended, amqp := closeHandshake(&tails[0], &tails[1]); ended != "" {
 		after = " after the session's " + ended + ", a normal end"
-		if strings.HasPrefix(ended, "AMQP") {
+		if amqp && resetBy[1] {
 			after += " (RabbitMQ closes its sockets with a reset)"
 		}
 	} else if resetBy[1] && tails[0].eof {
@@ -426,7 +426,8 @@ func (p *Proxy) failed(r Route, peer net.Addr, fromClient bool, why string) {
 // without the copy waiting for it. At the end of src it half-closes dst.
 // A reset of src is passed on as a reset of dst (and one of dst back to
 // src), so each end sees the fault the other saw, not an orderly FIN;
-// other errors close both. It reports whether src was reset; t keeps the last bytes read from src.
+// other errors close both. It reports whether src was reset; t keeps
+// the last bytes read from src.
 //
 // With fault rules (d not nil), a read takes the fault path while a rule
 // is in force: see dirFaults.forward.
