@@ -160,7 +160,7 @@ func (ch *channel) checkPublished(p publishing, msg *queue.Message) (amqp091.Tab
 		return nil, ids(errorf(502, "content header: "+err.Error()))
 	}
 	routeHeaders := props.Headers
-	if _, bcc := props.Headers.Get("BCC"); bcc && len(props.Headers) > 0 {
+	if _, bcc := props.Headers.Get("BCC"); bcc {
 		// BCC routes but is not delivered: RabbitMQ strips it.
 		var kept amqp091.Table
 		it := props.Headers.Iter()
