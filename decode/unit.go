@@ -310,3 +310,16 @@ func (u *Unit) Fields() []*Field {
 	}
 	return u.Dissect(u)
 }
+
+// Carve returns the next zero T of *slab, refilled with n fresh ones when
+// it is used up: what decoders make by the million (units, messages,
+// verdicts) is allocated a slab at a time rather than one by one. A T
+// carved stays valid as long as anything points into its slab.
+func Carve[T any](slab *[]T, n int) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, n)
+	}
+	t := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return t
+}

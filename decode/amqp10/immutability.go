@@ -373,14 +373,7 @@ type immVerdict struct {
 
 const verdictSlab = 32
 
-func (im *Immutability) verdict() *immVerdict {
-	if len(im.verdicts) == 0 {
-		im.verdicts = make([]immVerdict, verdictSlab)
-	}
-	v := &im.verdicts[0]
-	im.verdicts = im.verdicts[1:]
-	return v
-}
+func (im *Immutability) verdict() *immVerdict { return decode.Carve(&im.verdicts, verdictSlab) }
 
 // identicalDisplay is the verdict field's text for an identical message,
 // "identical: bare message byte-for-byte as sent on conn C unit N (matched

@@ -309,14 +309,7 @@ const (
 )
 
 // completed returns a zero message that the unit will own.
-func (d *Decoder) completed() *CompletedMessage {
-	if len(d.msgSlab) == 0 {
-		d.msgSlab = make([]CompletedMessage, messageSlab)
-	}
-	cm := &d.msgSlab[0]
-	d.msgSlab = d.msgSlab[1:]
-	return cm
-}
+func (d *Decoder) completed() *CompletedMessage { return decode.Carve(&d.msgSlab, messageSlab) }
 
 // sections returns a copy of secs that the message owns.
 func (d *Decoder) sections(secs []Section) []Section {
@@ -337,11 +330,4 @@ func (d *Decoder) sections(secs []Section) []Section {
 }
 
 // checksum returns a zero verdict that the message owns.
-func (d *Decoder) checksum() *decode.Checksum {
-	if len(d.ckSlab) == 0 {
-		d.ckSlab = make([]decode.Checksum, checksumSlab)
-	}
-	ck := &d.ckSlab[0]
-	d.ckSlab = d.ckSlab[1:]
-	return ck
-}
+func (d *Decoder) checksum() *decode.Checksum { return decode.Carve(&d.ckSlab, checksumSlab) }
