@@ -187,6 +187,16 @@ poll_pause() { nap 0.002; }
 WIRETAP_ROWS='(^|'$'\n'')│[▶ ] *[0-9]+ +[0-9]+\.[0-9]{6} '
 TERMSHARK_ROWS='(^|'$'\n'') [0-9]+ +[0-9]+\.[0-9]+ +[^ ]'
 wiretap_loaded() { [[ $1 =~ $WIRETAP_ROWS ]] && [[ ${1%%$'\n'*} != *reading* ]]; }
+# wait_loaded FILE MICROSECONDS PAUSE: until wiretap shows FILE loaded,
+# looking every PAUSE seconds, for at most MICROSECONDS from T0.
+wait_loaded() {
+	local deadline=$((T0 + $2))
+	until wiretap_loaded "$(screen)"; do
+		now
+		((NOW > deadline)) && die "wiretap never loaded $1"
+		nap "$3"
+	done
+}
 termshark_loaded() {
 	[[ $1 =~ $TERMSHARK_ROWS ]] || return 1
 	local l=${1#*$'\n'}
@@ -330,12 +340,7 @@ if [[ -n $SCALE ]]; then
 	done
 	log "filter '$SEXPR' while reading: complete count after $(((NOW - T) / 1000)) ms ($(screen | head -1 | grep -oE 'reading [0-9]+%'))"
 	tm send-keys -t m Escape
-	deadline=$((T0 + 3600000000))
-	until wiretap_loaded "$(screen)"; do
-		now
-		((NOW > deadline)) && die "wiretap never loaded $SCALE"
-		nap 0.2
-	done
+	wait_loaded "$SCALE" 3600000000 0.2
 	# A store error (a full disk) takes the title's room and hides
 	# "reading": the file is not loaded then, whatever the test above says.
 	[[ $(screen | head -1) == *"(store:"* ]] && die "the store failed: $(screen | head -1)"
@@ -381,12 +386,7 @@ done
 BIG_UNITS=$(units "$BIG")
 log "latency capture: $BIG ($BIG_UNITS units)"
 start "$WIRETAP" replay "$BIG"
-deadline=$((T0 + 600000000))
-until wiretap_loaded "$(screen)"; do
-	now
-	((NOW > deadline)) && die "wiretap never loaded $BIG"
-	nap 0.05
-done
+wait_loaded "$BIG" 600000000 0.05
 
 declare -a LAT_NAMES LAT_STATS
 lat() { LAT_NAMES+=("$1"); LAT_STATS+=("$(stats)"); log "$1: ${LAT_STATS[-1]} (median p95 max, ms)"; }
