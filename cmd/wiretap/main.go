@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/cobra"
 )
@@ -69,12 +70,23 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 			return bc.RunE(bc, nil)
 		},
 	}
-	var cpuProfile, memProfile string
+	var cpuProfile, memProfile, traceFile string
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` (for developers)")
 	root.PersistentFlags().MarkHidden("cpuprofile")
 	root.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile to `FILE` at exit (for developers)")
 	root.PersistentFlags().MarkHidden("memprofile")
+	root.PersistentFlags().StringVar(&traceFile, "trace", "", "write an execution trace to `FILE` (for developers; go tool trace)")
+	root.PersistentFlags().MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if traceFile != "" {
+			fh, err := os.Create(traceFile)
+			if err != nil {
+				return inputErr(err)
+			}
+			if err := trace.Start(fh); err != nil {
+				return inputErr(err)
+			}
+		}
 		if cpuProfile == "" {
 			return nil
 		}
@@ -87,6 +99,9 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 	root.PersistentPostRun = func(cmd *cobra.Command, args []string) {
 		if cpuProfile != "" {
 			pprof.StopCPUProfile()
+		}
+		if traceFile != "" {
+			trace.Stop()
 		}
 		if memProfile != "" {
 			if fh, err := os.Create(memProfile); err == nil {
