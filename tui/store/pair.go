@@ -1,6 +1,9 @@
 package store
 
 import (
+	"cmp"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -29,15 +32,51 @@ type pairing struct {
 	conns   []*pairState
 }
 
+// pairState is one connection's pairing: the requests waiting for their
+// answer. It reads of a unit its head and, for the few whose answer is
+// named in their fields (AMQP 0-9-1 acks, AMQP 1.0 transfers and
+// dispositions), its fields, through a pairSink, and tells the sink of
+// every pair it finds: the store's pairing keeps them, the statistics
+// (StatsOf) only measure them, in one pass over the units in order.
 type pairState struct {
-	done int // ConnUnits entries processed
+	done int // ConnUnits entries processed (the store's pairing)
 
-	okWait  map[okKey][]int32
+	okWait  map[okKey][]waiting
 	confirm map[uint16]bool
 	pubSeq  map[uint16]uint64
 	pubWait map[uint16][]pub
-	xfer    map[uint64]int32
-	pgWait  map[string][]int32
+	xfer    map[uint64]waiting
+	pgWait  map[string][]pgWaiting
+}
+
+// waiting is a request waiting for its answer: its index and its time.
+type waiting struct {
+	ix int32
+	ns int64
+}
+
+// pgWaiting is a PostgreSQL request waiting: query says it is a Query
+// (waiting with the Syncs), answered that it was answered already and
+// waits on (a Describe by ParameterDescription, a Query by ErrorResponse).
+type pgWaiting struct {
+	waiting
+	query, answered bool
+}
+
+// pairSink is what pairing reads units' fields from and reports pairs to.
+type pairSink interface {
+	// fields returns unit ix's field tree (ix is the unit being paired).
+	fields(ix int32) []*decode.Field
+	// pair reports that ans answers req; again says req was answered
+	// before (its first answer is the one that counts).
+	paired(req waiting, ans int32, again bool)
+}
+
+func newPairState() *pairState {
+	return &pairState{
+		okWait: map[okKey][]waiting{}, confirm: map[uint16]bool{}, pubSeq: map[uint16]uint64{},
+		pubWait: map[uint16][]pub{}, xfer: map[uint64]waiting{}, pgWait: map[string][]pgWaiting{},
+	}
 }
 
 type okKey struct {
@@ -48,7 +87,7 @@ type okKey struct {
 
 type pub struct {
 	seq uint64
-	ix  int32
+	waiting
 }
 
 // synchronous lists the AMQP 0-9-1 methods answered by a "-ok" (AMQP
@@ -108,6 +147,13 @@ func (s *Store) Pairs(fn func(req, ans int32)) {
 	}
 }
 
+// storePairs is the store's own pairing's sink: it keeps the pairs.
+type storePairs Store
+
+func (p *storePairs) fields(ix int32) []*decode.Field { return (*Store)(p).fields(ix) }
+
+func (p *storePairs) paired(req waiting, ans int32, _ bool) { (*Store)(p).link(req.ix, ans) }
+
 func (s *Store) link(req, ans int32) {
 	if n := s.n; len(s.pair.answer) < n {
 		s.mem.index += int64(n-len(s.pair.answer)) * 8
@@ -131,33 +177,34 @@ func (s *Store) pairConn(c int) {
 	}
 	st := s.pair.conns[c]
 	if st == nil {
-		st = &pairState{
-			okWait: map[okKey][]int32{}, confirm: map[uint16]bool{}, pubSeq: map[uint16]uint64{},
-			pubWait: map[uint16][]pub{}, xfer: map[uint64]int32{}, pgWait: map[string][]int32{},
-		}
+		st = newPairState()
 		s.pair.conns[c] = st
 	}
 	l := s.byConn[c]
 	for ; st.done < l.n; st.done++ {
 		ix := l.at(st.done)
-		u := s.head(ix)
-		switch u.proto {
-		case decode.ProtoAMQP091:
-			s.pairAMQP091(st, ix, u)
-		case decode.ProtoAMQP10:
-			s.pairAMQP10(st, ix, u)
-		case decode.ProtoPgSQL:
-			s.pairPg(st, ix, u)
-		}
+		st.step((*storePairs)(s), ix, s.head(ix))
 	}
 }
 
-func (s *Store) pairAMQP091(st *pairState, ix int32, u head) {
+// step pairs unit ix, of head u, the next unit of the connection.
+func (st *pairState) step(sink pairSink, ix int32, u head) {
+	switch u.proto {
+	case decode.ProtoAMQP091:
+		st.pairAMQP091(sink, ix, u)
+	case decode.ProtoAMQP10:
+		st.pairAMQP10(sink, ix, u)
+	case decode.ProtoPgSQL:
+		st.pairPg(sink, ix, u)
+	}
+}
+
+func (st *pairState) pairAMQP091(s pairSink, ix int32, u head) {
 	t := u.typ
 	switch {
 	case synchronous[t]:
 		k := okKey{u.ch, u.dir, t}
-		st.okWait[k] = append(st.okWait[k], ix)
+		st.okWait[k] = append(st.okWait[k], waiting{ix, u.ns})
 		if t == "confirm.select" {
 			st.confirm[u.ch] = true
 		}
@@ -165,12 +212,12 @@ func (s *Store) pairAMQP091(st *pairState, ix int32, u head) {
 		req := strings.TrimSuffix(strings.TrimSuffix(t, "-ok"), "-empty")
 		k := okKey{u.ch, u.dir.Other(), req}
 		if q := st.okWait[k]; len(q) > 0 {
-			s.link(q[0], ix)
+			s.paired(q[0], ix, false)
 			st.okWait[k] = q[1:]
 		}
 	case t == "basic.publish" && u.dir == decode.DirF && st.confirm[u.ch]:
 		st.pubSeq[u.ch]++
-		st.pubWait[u.ch] = append(st.pubWait[u.ch], pub{st.pubSeq[u.ch], ix})
+		st.pubWait[u.ch] = append(st.pubWait[u.ch], pub{st.pubSeq[u.ch], waiting{ix, u.ns}})
 	case (t == "basic.ack" || t == "basic.nack") && u.dir == decode.DirB:
 		q := st.pubWait[u.ch]
 		if len(q) == 0 {
@@ -182,25 +229,31 @@ func (s *Store) pairAMQP091(st *pairState, ix int32, u head) {
 			return
 		}
 		multiple, _ := FieldBool(fs, "multiple")
-		n := 0
-		for _, p := range q {
-			switch {
-			case p.seq == tag || (multiple && p.seq < tag):
-				s.link(p.ix, ix)
-			default:
-				q[n] = p
-				n++
+		// The queue is in order of sequence number: what an ack covers
+		// is found by bisection, not by a walk of every publish waiting.
+		if multiple {
+			n := sort.Search(len(q), func(i int) bool { return q[i].seq > tag })
+			for _, p := range q[:n] {
+				s.paired(p.waiting, ix, false)
+			}
+			st.pubWait[u.ch] = q[n:]
+		} else if j, ok := slices.BinarySearchFunc(q, tag, func(p pub, t uint64) int { return cmp.Compare(p.seq, t) }); ok {
+			s.paired(q[j].waiting, ix, false)
+			if j < len(q)/2 { // most often the first: acks come in order
+				copy(q[1:j+1], q[:j])
+				st.pubWait[u.ch] = q[1:]
+			} else {
+				st.pubWait[u.ch] = slices.Delete(q, j, j+1)
 			}
 		}
-		st.pubWait[u.ch] = q[:n]
 	}
 }
 
-func (s *Store) pairAMQP10(st *pairState, ix int32, u head) {
+func (st *pairState) pairAMQP10(s pairSink, ix int32, u head) {
 	switch u.typ {
 	case "transfer":
 		if id, ok := FieldUint(s.fields(ix), "deliveryid"); ok {
-			st.xfer[uint64(u.dir)<<32|id&0xffffffff] = ix
+			st.xfer[uint64(u.dir)<<32|id&0xffffffff] = waiting{ix, u.ns}
 		}
 	case "disposition":
 		fs := s.fields(ix)
@@ -216,7 +269,7 @@ func (s *Store) pairAMQP10(st *pairState, ix int32, u head) {
 		if last-first < 4096 {
 			for id := first; id <= last; id++ {
 				if req, ok := st.xfer[dir|id&0xffffffff]; ok {
-					s.link(req, ix)
+					s.paired(req, ix, false)
 					delete(st.xfer, dir|id&0xffffffff)
 				}
 			}
@@ -224,34 +277,35 @@ func (s *Store) pairAMQP10(st *pairState, ix int32, u head) {
 		}
 		for k, req := range st.xfer {
 			if k>>32 == dir>>32 && k&0xffffffff >= first && k&0xffffffff <= last {
-				s.link(req, ix)
+				s.paired(req, ix, false)
 				delete(st.xfer, k)
 			}
 		}
 	}
 }
 
-func (s *Store) pairPg(st *pairState, ix int32, u head) {
+func (st *pairState) pairPg(s pairSink, ix int32, u head) {
 	t := u.typ
 	if u.dir == decode.DirF {
 		switch t {
 		case "Parse", "Bind", "Describe", "Close", "Execute", "Sync":
-			st.pgWait[t] = append(st.pgWait[t], ix)
+			st.pgWait[t] = append(st.pgWait[t], pgWaiting{waiting: waiting{ix, u.ns}})
 		case "Query":
-			st.pgWait["Sync"] = append(st.pgWait["Sync"], ix)
+			st.pgWait["Sync"] = append(st.pgWait["Sync"], pgWaiting{waiting: waiting{ix, u.ns}, query: true})
 		}
 		return
 	}
 	if t == "ErrorResponse" {
 		oldest, kind := int32(-1), ""
 		for k, q := range st.pgWait {
-			if k != "Sync" && len(q) > 0 && (oldest < 0 || q[0] < oldest) {
-				oldest, kind = q[0], k
+			if k != "Sync" && len(q) > 0 && (oldest < 0 || q[0].ix < oldest) {
+				oldest, kind = q[0].ix, k
 			}
 		}
 		if oldest >= 0 {
-			s.link(oldest, ix)
-			st.pgWait[kind] = st.pgWait[kind][1:]
+			q := st.pgWait[kind]
+			s.paired(q[0].waiting, ix, q[0].answered)
+			st.pgWait[kind] = q[1:]
 			// The server skips the rest of the extended-protocol messages
 			// up to Sync; they will never be answered.
 			for k := range st.pgWait {
@@ -259,8 +313,9 @@ func (s *Store) pairPg(st *pairState, ix int32, u head) {
 					st.pgWait[k] = st.pgWait[k][:0]
 				}
 			}
-		} else if q := st.pgWait["Sync"]; len(q) > 0 && s.head(q[0]).typ == "Query" {
-			s.link(q[0], ix)
+		} else if q := st.pgWait["Sync"]; len(q) > 0 && q[0].query {
+			s.paired(q[0].waiting, ix, q[0].answered)
+			q[0].answered = true
 		}
 		return
 	}
@@ -272,13 +327,14 @@ func (s *Store) pairPg(st *pairState, ix int32, u head) {
 	if len(q) == 0 {
 		return
 	}
-	if t == "RowDescription" && s.pair.answer != nil && int(q[0]) < len(s.pair.answer) && s.pair.answer[q[0]] != 0 {
+	if t == "RowDescription" && q[0].answered {
 		// ParameterDescription already answered this Describe of a statement.
 		st.pgWait[kind] = q[1:]
 		return
 	}
-	s.link(q[0], ix)
+	s.paired(q[0].waiting, ix, q[0].answered)
 	if t == "ParameterDescription" {
+		q[0].answered = true
 		return // a RowDescription or NoData follows for the same Describe
 	}
 	st.pgWait[kind] = q[1:]

@@ -249,7 +249,14 @@ func (m *Model) histogram(title string, lat store.Latency) []string {
 	if lat.N == 0 {
 		return out
 	}
-	out[0] += "   p50 " + dur(lat.P50) + "  p90 " + dur(lat.P90) + "  p99 " + dur(lat.P99) + "  max " + dur(lat.Max)
+	// Past store.ExactLatencies pairs the percentiles come from a
+	// histogram: they are marked ≈, with their bound.
+	approx, bound := "", ""
+	if lat.Approx {
+		approx = "≈"
+		bound = "  (percentiles within " + strconv.FormatFloat(100*store.LatencyError, 'f', 1, 64) + "%)"
+	}
+	out[0] += "   p50 " + approx + dur(lat.P50) + "  p90 " + approx + dur(lat.P90) + "  p99 " + approx + dur(lat.P99) + "  max " + dur(lat.Max) + bound
 	peak := 0
 	for _, n := range lat.Buckets {
 		peak = max(peak, n)

@@ -44,6 +44,22 @@ func TestHistogramView(t *testing.T) {
 	}
 }
 
+// TestApproxPercentiles: percentiles of a histogram (past
+// store.ExactLatencies pairs) are marked as approximate, with their bound.
+func TestApproxPercentiles(t *testing.T) {
+	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
+	m.SetSize(120, 60)
+	lat := store.Summarise([]time.Duration{time.Millisecond, 2 * time.Millisecond})
+	lat.Approx = true
+	m.SetStats(store.Stats{Units: 10, Overall: lat}, nil)
+	v := ansi.Strip(m.View())
+	for _, want := range []string{"p50 ≈1.00ms", "p99 ≈2.00ms", "max 2.00ms", "(percentiles within 0.8%)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+}
+
 func TestBrokerLatencySection(t *testing.T) {
 	m := New(keys.DefaultKeyMap(), styles.DefaultStyles())
 	m.SetSize(200, 80)
