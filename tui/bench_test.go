@@ -124,7 +124,7 @@ func benchFilter(b *testing.B, first bool) {
 					b.Fatal("no rows")
 				}
 			})
-			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
+			b.ReportMetric(float64(d.m.flt.matched()), "rows")
 		})
 	}
 }
@@ -185,10 +185,10 @@ func BenchmarkFilterReal(b *testing.B) {
 			}
 			d := withFilter(b, m.(Model), expr)
 			editFilter(b, d, func() {})
-			if len(d.m.flt.rows) == 0 {
+			if d.m.flt.matched() == 0 {
 				b.Fatal("no rows")
 			}
-			b.ReportMetric(float64(len(d.m.flt.rows)), "rows")
+			b.ReportMetric(float64(d.m.flt.matched()), "rows")
 		})
 	}
 	for _, c := range cases {

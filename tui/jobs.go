@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,13 +27,16 @@ type (
 		batches [][]*decode.Unit
 		closed  bool
 	}
-	errMsg        struct{ err error }
-	tickMsg       struct{}
+	errMsg  struct{ err error }
+	tickMsg struct{}
+	// filterDoneMsg is a filter run's result: its matches, or a page of
+	// them (next set: the run goes on, next brings what follows).
 	filterDoneMsg struct {
 		gen  int
-		from int32 // first unit index scanned; 0 means a full run
+		from int32 // first unit index scanned
 		upto int32 // units [from, upto) were scanned
 		rows []int32
+		next tea.Cmd
 		err  error
 	}
 	findDoneMsg struct {
@@ -159,7 +163,7 @@ func (m *Model) rebase() {
 	flat := m.flt.match != nil
 	switch {
 	case flat:
-		base = store.RowsOf(m.flt.rows)
+		base = m.matches().Rows()
 	case m.connSel >= 0 && m.connSel < len(m.st.Conns()):
 		base = m.st.ConnTop(m.connSel)
 	default:
@@ -190,15 +194,18 @@ type filterState struct {
 	// was worked out for the expression shallowOf.
 	shallow   bool
 	shallowOf string
-	rows      []int32
-	upto      int32
-	gen       int
-	running   bool
-	cancel    context.CancelFunc
-	progress  *atomic.Int64
-	total     int64
-	shownKey  baseKey
-	shownLen  int
+	// list holds the matches of units [0, upto): a store list, paged to
+	// the spill file past the budget, made for each filter applied (see
+	// matches) and released when it changes.
+	list     *store.List
+	upto     int32
+	gen      int
+	running  bool
+	cancel   context.CancelFunc
+	progress *atomic.Int64
+	total    int64
+	shownKey baseKey
+	shownLen int
 }
 
 type searchState struct {
@@ -218,12 +225,32 @@ func (m *Model) setFilter(expr string, match func(*decode.Unit) bool) tea.Cmd {
 	}
 	f.expr, f.match, f.running = expr, match, false
 	f.gen++
-	f.rows, f.upto = nil, 0
+	if f.list != nil {
+		f.list.Release()
+	}
+	f.list, f.upto = nil, 0
 	if match == nil {
 		m.rebase()
 		return nil
 	}
 	return tea.Batch(m.scan(0, firstScreen), m.tick())
+}
+
+// matches returns the list of the filter's matches, made on first use
+// (New applies Options.Filter without setFilter).
+func (m *Model) matches() *store.List {
+	if m.flt.list == nil {
+		m.flt.list = m.st.NewList()
+	}
+	return m.flt.list
+}
+
+// matched returns how many units match the filter so far.
+func (f *filterState) matched() int {
+	if f.list == nil {
+		return 0
+	}
+	return f.list.Len()
 }
 
 // filterShallow reports whether the filter applied reads only units'
@@ -266,7 +293,11 @@ const (
 )
 
 // scan starts a background run over units [from, Len()), stopping early
-// after limit matches when limit > 0.
+// after limit matches when limit > 0. A run without a limit hands its
+// matches over a page at a time as it finds them (filterDoneMsg with next
+// set), which the UI goroutine adds to the filter's list, so that what is
+// held of a result in memory is a few pages whatever its size; the scan
+// waits while two pages are not taken.
 func (m *Model) scan(from int32, limit int) tea.Cmd {
 	f := &m.flt
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,20 +311,49 @@ func (m *Model) scan(from int32, limit int) tea.Cmd {
 		within, f.total = &w, int64(w.Len())
 	}
 	gen, match, shallow, progress := f.gen, f.match, m.filterShallow(), f.progress
-	if within == nil && limit == 0 {
-		progress.Store(int64(from))
-		return func() tea.Msg {
-			rows, err := store.ScanAll(ctx, units, from, match, shallow, progress)
-			return filterDoneMsg{gen: gen, from: from, upto: int32(units.Len()), rows: rows, err: err}
-		}
-	}
 	if limit > 0 {
 		units = units.Head(int(from) + firstScreenUnits)
+		return func() tea.Msg {
+			rows, upto, err := store.Scan(ctx, units, within, from, limit, match, shallow, progress)
+			return filterDoneMsg{gen: gen, from: from, upto: upto, rows: rows, err: err}
+		}
 	}
-	return func() tea.Msg {
-		rows, upto, err := store.Scan(ctx, units, within, from, limit, match, shallow, progress)
-		return filterDoneMsg{gen: gen, from: from, upto: upto, rows: rows, err: err}
+	if within == nil {
+		progress.Store(int64(from))
 	}
+	// The first page completes the list's last, so that the ones after
+	// become the list's pages as they are.
+	first := m.matches().PageRoom()
+	ch := make(chan filterDoneMsg, 2)
+	var next tea.Cmd
+	start := sync.OnceFunc(func() {
+		go func() {
+			defer close(ch)
+			err := store.ScanPages(ctx, units, within, from, match, shallow, progress, first, func(page []int32) bool {
+				select {
+				case ch <- filterDoneMsg{gen: gen, from: from, rows: page, next: next}:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			})
+			if err == nil {
+				err = ctx.Err() // stopped by a page not taken
+			}
+			select {
+			case ch <- filterDoneMsg{gen: gen, from: from, upto: int32(units.Len()), err: err}:
+			case <-ctx.Done():
+			}
+		}()
+	})
+	next = func() tea.Msg {
+		start()
+		if msg, ok := <-ch; ok {
+			return msg
+		}
+		return nil // cancelled
+	}
+	return next
 }
 
 func (m *Model) filterDone(msg filterDoneMsg) tea.Cmd {
@@ -301,17 +361,17 @@ func (m *Model) filterDone(msg filterDoneMsg) tea.Cmd {
 	if msg.gen != f.gen || msg.err != nil {
 		return nil
 	}
-	f.running, f.cancel = false, nil
-	if msg.from == 0 {
-		f.rows = msg.rows
-	} else {
-		f.rows = append(f.rows, msg.rows...)
+	m.matches().Append(msg.rows)
+	if msg.next != nil {
+		m.rebase()
+		return msg.next
 	}
+	f.running, f.cancel = false, nil
 	f.upto = msg.upto
 	cmd := m.catchUp()
 	m.rebase()
 	if !f.running {
-		m.setStatus(group(len(f.rows))+" units match", false)
+		m.setStatus(group(f.matched())+" units match", false)
 	}
 	return cmd
 }
@@ -334,7 +394,7 @@ func (m *Model) catchUp() tea.Cmd {
 		within = &w
 	}
 	rows, _, _ := store.Scan(context.Background(), m.st.Snapshot(), within, f.upto, 0, f.match, m.filterShallow(), nil)
-	f.rows = append(f.rows, rows...)
+	m.matches().Append(rows)
 	f.upto = n
 	return nil
 }
@@ -398,7 +458,7 @@ func (m *Model) exportUnits(containers bool) func(count *int) iter.Seq[*decode.U
 	var rows store.Seq
 	switch {
 	case m.flt.match != nil:
-		rows = store.RowsOf(m.flt.rows)
+		rows = m.matches().Rows()
 	case m.connSel >= 0:
 		rows = m.st.ConnUnits(m.connSel)
 	default:

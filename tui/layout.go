@@ -166,7 +166,7 @@ func (m *Model) titleBar() string {
 		if m.flt.running && m.flt.total > 0 {
 			f += "filtering " + strconv.Itoa(int(m.flt.progress.Load()*100/m.flt.total)) + "%"
 		} else {
-			f += group(len(m.flt.rows)) + " match"
+			f += group(m.flt.matched()) + " match"
 		}
 		parts = append(parts, f)
 	}

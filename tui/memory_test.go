@@ -6,12 +6,14 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/tui/internal/fake"
+	"github.com/wiretap-dev/wiretap/tui/store"
 )
 
 // TestMemoryBudgetKeepsEveryView: with a budget so small that every
@@ -57,8 +59,8 @@ func TestMemoryBudgetKeepsEveryView(t *testing.T) {
 	if n, err := d.m.st.Spilled(); n != d.m.st.Len() || err != nil {
 		t.Fatalf("%d of %d units spilled (%v)", n, d.m.st.Len(), err)
 	}
-	if !slices.Equal(d.m.flt.rows, ref.m.flt.rows) || len(ref.m.flt.rows) == 0 {
-		t.Fatalf("filter: %d rows, want %d", len(d.m.flt.rows), len(ref.m.flt.rows))
+	if !slices.Equal(d.m.matches().Rows().Slice(), ref.m.matches().Rows().Slice()) || ref.m.flt.matched() == 0 {
+		t.Fatalf("filter: %d rows, want %d", d.m.flt.matched(), ref.m.flt.matched())
 	}
 	if d.m.units.Selected() != ref.m.units.Selected() {
 		t.Fatal("a different unit selected")
@@ -104,7 +106,7 @@ func TestShallowFilterOnFrozenUnits(t *testing.T) {
 			if !d.m.filterShallow() {
 				t.Fatalf("%q: not shallow", d.m.flt.expr)
 			}
-			rows = append(rows, slices.Clone(d.m.flt.rows))
+			rows = append(rows, d.m.matches().Rows().Slice())
 		}
 		feed(us[:5000], false)
 		snap()
@@ -133,5 +135,91 @@ func TestShallowFilterOnFrozenUnits(t *testing.T) {
 		if len(want[i]) == 0 || !slices.Equal(got[i], want[i]) {
 			t.Fatalf("step %d: %d rows frozen, want %d", i, len(got[i]), len(want[i]))
 		}
+	}
+}
+
+// TestFilterResultPagesOut: under a budget far below what a filter's
+// matches take, the filter's list pages out to the spill file as the scan
+// hands it over, and the unit list, G and the catch-up of units that
+// arrive later show what they show with no budget.
+func TestFilterResultPagesOut(t *testing.T) {
+	run := func(budget int64) *driver {
+		d := newDriver(t, Options{Title: "x", Memory: budget}, 140, 50)
+		t.Cleanup(func() { d.m.st.Close() })
+		units := fake.Generate(150_000, 8)
+		const early = 120_000
+		for i := 0; i < early; i += 5000 {
+			d.send(unitsMsg{batches: [][]*decode.Unit{units[i:min(i+5000, early)]}})
+		}
+		d.keys(":")
+		d.typeText(`filter !(amqp.method.arguments.routing_key == "orders")`)
+		d.keys("enter")
+		d.keys("G")
+		// More than a background scan's worth arrives: caught up in pages.
+		d.send(unitsMsg{batches: [][]*decode.Unit{units[early:]}, closed: true})
+		return d
+	}
+	ref, d := run(0), run(1)
+	want, got := ref.m.matches().Rows().Slice(), d.m.matches().Rows().Slice()
+	if len(want) < 4*store.ListPage || !slices.Equal(got, want) {
+		t.Fatalf("%d matches, want %d", len(got), len(want))
+	}
+	if l := d.m.matches(); l.Paged() < l.Len()-store.ListPage {
+		t.Fatalf("%d of %d matches in the spill file", l.Paged(), l.Len())
+	}
+	if ref.m.matches().Paged() != 0 {
+		t.Fatal("matches written to a file with no budget")
+	}
+	if d.m.units.Selected() != ref.m.units.Selected() || d.m.units.Len() != ref.m.units.Len() {
+		t.Fatalf("unit list: %d rows at %d, want %d at %d", d.m.units.Len(), d.m.units.Selected(), ref.m.units.Len(), ref.m.units.Selected())
+	}
+	// The screens but their title (which shows the memory used).
+	body := func(d *driver) string { _, s, _ := strings.Cut(d.screen(), "\n"); return s }
+	if body(d) != body(ref) {
+		t.Fatalf("screen:\n%s\nwant:\n%s", d.screen(), ref.screen())
+	}
+}
+
+// TestFilterMatchingEverythingStaysBounded: a filter matching every one
+// of many frozen units adds to the store's accounted memory no more than
+// a page of its list, and to the heap less than a fraction of the 4 bytes
+// a match its result used to take; clearing it gives that back.
+func TestFilterMatchingEverythingStaysBounded(t *testing.T) {
+	const n = 600_000
+	d := newDriver(t, Options{Title: "x", Memory: 4 << 20}, 140, 50)
+	t.Cleanup(func() { d.m.st.Close() })
+	g := fake.New(12)
+	for d.m.st.Len() < n {
+		d.send(unitsMsg{batches: [][]*decode.Unit{g.Units(8192)}})
+	}
+	d.send(unitsMsg{closed: true})
+	heap := func() int64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	used0, _ := d.m.st.Memory()
+	heap0 := heap()
+	d.keys(":")
+	d.typeText(`filter frame.number > 0`)
+	d.keys("enter")
+	if d.m.flt.running || d.m.flt.matched() != d.m.st.Len() {
+		t.Fatalf("%d of %d units match", d.m.flt.matched(), d.m.st.Len())
+	}
+	used, _ := d.m.st.Memory()
+	grown := heap() - heap0
+	t.Logf("%d matches: accounted %+d bytes, heap %+d bytes (a slice of them: %d)", d.m.flt.matched(), used-used0, grown, 4*d.m.flt.matched())
+	if used-used0 > 4*store.ListPage {
+		t.Fatalf("the filter's matches cost %d accounted bytes", used-used0)
+	}
+	if grown > int64(d.m.flt.matched()) {
+		t.Fatalf("the heap grew by %d bytes for %d matches", grown, d.m.flt.matched())
+	}
+	d.keys(":")
+	d.typeText(`filter`)
+	d.keys("enter")
+	if used, _ := d.m.st.Memory(); d.m.flt.match != nil || used > used0 {
+		t.Fatalf("filter cleared: %d bytes accounted, %d before it", used, used0)
 	}
 }

@@ -385,8 +385,8 @@ func TestConnectionChoice(t *testing.T) {
 	d.send(tea.KeyPressMsg{Code: '/', Text: "/"})
 	d.typeText(`frame.len > 0`)
 	d.keys("enter")
-	if len(d.m.flt.rows) != d.m.st.ConnUnits(d.m.connSel).Len() {
-		t.Fatalf("filter within connection: %d rows, conn has %d", len(d.m.flt.rows), d.m.st.ConnUnits(d.m.connSel).Len())
+	if d.m.flt.matched() != d.m.st.ConnUnits(d.m.connSel).Len() {
+		t.Fatalf("filter within connection: %d rows, conn has %d", d.m.flt.matched(), d.m.st.ConnUnits(d.m.connSel).Len())
 	}
 	d.keys(":")
 	d.typeText("conn 3")
@@ -681,8 +681,8 @@ func TestStartOptions(t *testing.T) {
 	if d.m.connSel < 0 || d.m.st.Conns()[d.m.connSel].ID != 3 {
 		t.Fatalf("connection 3 not chosen: %d", d.m.connSel)
 	}
-	if want := d.m.st.ConnUnits(d.m.connSel).Len(); len(d.m.flt.rows) != want {
-		t.Fatalf("%d rows, connection 3 has %d units", len(d.m.flt.rows), want)
+	if want := d.m.st.ConnUnits(d.m.connSel).Len(); d.m.flt.matched() != want {
+		t.Fatalf("%d rows, connection 3 has %d units", d.m.flt.matched(), want)
 	}
 	bad := newDriver(t, Options{Title: "fake.pcapng", Filter: "amqp.methd == 1"}, 140, 40)
 	if bad.m.flt.match != nil || !strings.Contains(bad.m.status, "did you mean amqp.method") {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 	"sort"
 	"unsafe"
 )
@@ -193,3 +194,98 @@ func (s Span) Len() int { return int(s) }
 
 // At returns p.
 func (s Span) At(p int) int32 { return int32(p) }
+
+// List is a list of unit indices its caller fills, such as a filter's
+// result: like the store's own lists, its full pages go to the spill file
+// once the store is over its budget, and its entries in memory count in
+// the budget ([Store.Memory]). For the UI goroutine; its Rows are safe
+// from any goroutine.
+type List struct {
+	l        *ixList
+	released bool
+}
+
+// NewList returns an empty list of the store's.
+func (s *Store) NewList() *List { return &List{l: s.newList()} }
+
+// Len returns the number of entries.
+func (l *List) Len() int { return l.l.n }
+
+// Rows returns the list as it is now.
+func (l *List) Rows() Rows { return l.l.rows() }
+
+// PageRoom returns how many entries complete the list's last page (a
+// whole page's when it is complete): after a slice of that many given to
+// Append (copied into the page), slices of ListPage are kept as they are,
+// not copied.
+func (l *List) PageRoom() int { return listPage - len(l.l.tail) }
+
+// Paged returns how many of the list's entries are in the spill file
+// (their pages written and let go of).
+func (l *List) Paged() int {
+	m := &l.l.st.mem
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, pg := range l.l.pages {
+		if pg == nil {
+			n += listPage
+		}
+	}
+	return n
+}
+
+// ListPage is how many entries make a page of a list.
+const ListPage = listPage
+
+// Append adds entries, which must be increasing and past the last. A
+// slice that makes a whole page of the list (see PageRoom) becomes that
+// page: the caller must not use it again. Pages past the budget go to the
+// spill file at once.
+func (l *List) Append(ixs []int32) {
+	if l.released || len(ixs) == 0 {
+		return
+	}
+	il := l.l
+	m := &il.st.mem
+	m.mu.Lock()
+	if len(il.tail) == 0 && len(ixs) == listPage {
+		il.addPage(ixs)
+	} else {
+		for _, ix := range ixs {
+			il.add(ix)
+		}
+	}
+	m.mu.Unlock()
+	il.st.evict()
+}
+
+// Release lets go of the list: its entries no longer count in the budget
+// and its pages are not written to the spill file. Rows taken before stay
+// readable (a background export of them, say). Append does nothing after.
+func (l *List) Release() {
+	if l.released {
+		return
+	}
+	l.released = true
+	il := l.l
+	m := &il.st.mem
+	held := len(il.tail)
+	for _, pg := range il.pages {
+		if pg != nil {
+			held += listPage
+		}
+	}
+	m.index -= int64(held) * 4
+	m.fullLists = slices.DeleteFunc(m.fullLists, func(fp fullPage) bool { return fp.l == il })
+}
+
+// addPage appends a whole page, the tail being empty. The caller holds
+// mu.
+func (l *ixList) addPage(pg []int32) {
+	l.pages = append(l.pages, pg[:listPage:listPage])
+	l.offs = append(l.offs, -1)
+	l.n += listPage
+	l.st.mem.index += listPage * 4
+	l.st.mem.fullLists = append(l.st.mem.fullLists, fullPage{l, len(l.pages) - 1})
+}
