@@ -414,11 +414,11 @@ func (v View) heads(lo, hi int, fn func(i int32, h *head, src *headSrc)) {
 		for i < cold {
 			page, base, err := sh.page(s, i)
 			if err != nil {
-				// Records that cannot be read back count as units of
-				// no time, type or connection, as Unit's stand-ins do.
+				// Records that cannot be read back count as the
+				// stand-ins Range gives for them.
 				for ; i < cold; i++ {
 					src.set(int32(i), nil, s.unreadable(int32(i), err))
-					h = head{conn: -1, ns: decode.NoTime, typ: src.u.Type}
+					h = unitHead(src.u, s.connOf(src.u))
 					fn(int32(i), &h, src)
 				}
 				break
