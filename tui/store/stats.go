@@ -16,8 +16,10 @@ var LatencyBounds = [...]time.Duration{time.Millisecond, 5 * time.Millisecond, 5
 
 // Latency summarises request/answer delays. N, Buckets and Max are exact.
 // The percentiles (nearest rank) are exact too up to [ExactLatencies]
-// pairs; past that they come from a log-linear histogram and Approx is
-// set: each is then within [LatencyError] of the exact value (relative).
+// pairs (while StatsOf holds fewer than 2^20 delays, 8 MiB, for all its
+// Latencies together); past that they come from a log-linear histogram
+// and Approx is set: each is then within [LatencyError] (1/128, 0.8%) of
+// the exact value, relative to it.
 type Latency struct {
 	N             int
 	Buckets       [len(LatencyBounds) + 1]int
