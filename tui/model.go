@@ -3,7 +3,6 @@ package tui
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -94,10 +93,6 @@ type Model struct {
 	panelTicking bool
 	driven       bool   // tests deliver units and skip timers
 	pace         *pacer // nil: every View renders (tests driving the model)
-	// boot, when set, is what Init starts instead of the wait for the
-	// first batch: the commands of a first batch ingested before the
-	// program started (see preload).
-	boot tea.Cmd
 }
 
 // New builds the model; Init starts reading opt.Units.
@@ -160,42 +155,7 @@ func (m Model) Init() tea.Cmd {
 	if m.ticking {
 		tick = tickCmd()
 	}
-	units := m.boot
-	if units == nil {
-		units = waitUnitsUpTo(m.opt.Units, firstUnits)
-	}
-	return tea.Batch(units, waitErr(m.opt.Err), tick)
-}
-
-// preloadWait bounds how long preload waits for a file's first batch.
-const preloadWait = 40 * time.Millisecond
-
-// preload readies the first screen of a file before the program starts:
-// the screen laid out at the terminal's size (w×h) and the first batch of
-// units, if it comes within preloadWait, ingested. bubbletea then draws
-// rows in its first frame, instead of drawing an empty screen, taking the
-// batch and the size as messages once it has started and showing them a
-// frame later. A live source is not waited for: it may be silent.
-func (m *Model) preload(w, h int) {
-	if m.opt.Live || m.opt.Units == nil || w <= 0 || h <= 0 {
-		return
-	}
-	m.w, m.h = w, h
-	m.layout()
-	t := time.NewTimer(preloadWait)
-	defer t.Stop()
-	select {
-	case b, ok := <-m.opt.Units:
-		msg := unitsMsg{closed: !ok}
-		if ok {
-			msg.batches = [][]*decode.Unit{b}
-		}
-		m.boot = m.ingest(msg)
-		if m.boot == nil {
-			m.boot = func() tea.Msg { return nil }
-		}
-	case <-t.C:
-	}
+	return tea.Batch(waitUnitsUpTo(m.opt.Units, firstUnits), waitErr(m.opt.Err), tick)
 }
 
 // Update dispatches a message.

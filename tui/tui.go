@@ -106,26 +106,18 @@ func Run(ctx context.Context, opt Options) error {
 	// detected it when the program started: detecting it again would,
 	// inside tmux, run "tmux info" a second time on the way to the first
 	// screen (some 10 ms).
-	w, h, _ := term.GetSize(os.Stdout.Fd())
-	_, err := runSized(ctx, opt, w, h, tea.WithInput(ttyin.New(in)), tea.WithColorProfile(lipgloss.Writer.Profile))
+	_, err := run(ctx, opt, tea.WithInput(ttyin.New(in)), tea.WithColorProfile(lipgloss.Writer.Profile))
 	return err
 }
 
 // run runs the program with options extra after the defaults (tests give
 // their own input and output).
 func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Model, error) {
-	return runSized(ctx, opt, 0, 0, extra...)
-}
-
-// runSized is run on a terminal of w×h (0 when unknown), whose first
-// screen of a file is readied before the program starts (see preload).
-func runSized(ctx context.Context, opt Options, w, h int, extra ...tea.ProgramOption) (tea.Model, error) {
 	// 120 frames a second, bubbletea's most: a change waits at most 8 ms
 	// for the screen instead of 17, and an idle screen costs nothing.
 	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(120)}
 	model := New(opt)
 	model.pace = &pacer{now: time.Now}
-	model.preload(w, h)
 	p := tea.NewProgram(model, append(opts, extra...)...)
 	m, err := p.Run()
 	model.st.Close()
