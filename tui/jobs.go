@@ -17,7 +17,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/wiretap-dev/wiretap/decode"
-	"github.com/wiretap-dev/wiretap/decode/filter"
 	"github.com/wiretap-dev/wiretap/tui/store"
 )
 
@@ -270,16 +269,11 @@ func (m *Model) filterShallow() bool {
 // shallowFilter reports whether filter expr reads nothing of a unit but
 // its plain fields ([filter.Filter.Shallow]), which a frozen unit's record
 // holds: then its scans need not rebuild frozen units from the spill file.
-// Only decode/filter's language, the default, is known to say so; a
-// language the caller gave (Options.Lang) is taken to read everything.
-// Compiling expr again costs microseconds, against the scan's
-// milliseconds.
+// The language says (filterbar.Lang.Shallow; the default one answers
+// from the filter it compiled last); a language that cannot say is taken
+// to read everything.
 func (m *Model) shallowFilter(expr string) bool {
-	if m.opt.Lang != nil {
-		return false
-	}
-	f, err := filter.Compile(expr)
-	return err == nil && f.Shallow()
+	return m.lang.Shallow != nil && m.lang.Shallow(expr)
 }
 
 // firstScreen is how many matches the first run of a new filter looks for

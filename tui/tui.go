@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -133,13 +134,36 @@ func run(ctx context.Context, opt Options, extra ...tea.ProgramOption) (tea.Mode
 // does not read the units' bytes again.
 func DefaultLang() *filterbar.Lang {
 	memo := filter.NewMemo()
+	// The filter last compiled answers Shallow for its expression, which
+	// is the one the TUI asks about: no second compile.
+	var mu sync.Mutex
+	var last *filter.Filter
+	var lastExpr string
 	return &filterbar.Lang{
 		Compile: func(expr string) (func(*decode.Unit) bool, error) {
 			f, err := filter.CompileWith(expr, memo)
 			if err != nil {
 				return nil, err
 			}
+			mu.Lock()
+			last, lastExpr = f, expr
+			mu.Unlock()
 			return f.Match, nil
+		},
+		Shallow: func(expr string) bool {
+			mu.Lock()
+			f := last
+			if lastExpr != expr {
+				f = nil
+			}
+			mu.Unlock()
+			if f == nil {
+				var err error
+				if f, err = filter.CompileWith(expr, memo); err != nil {
+					return false
+				}
+			}
+			return f.Shallow()
 		},
 		ErrorSpan: func(err error) (int, int) {
 			var fe *filter.Error

@@ -24,6 +24,11 @@ type Lang struct {
 	Complete func(expr string, cursor int) (from int, cands []string)
 	// Search reports whether u's summary or field values contain text.
 	Search func(u *decode.Unit, text string) bool
+	// Shallow, when set, reports whether expr's matcher reads only the
+	// plain fields a unit's record keeps, so that scans may hand it
+	// frozen units as shells of their records (decode/filter's
+	// Filter.Shallow); nil means never.
+	Shallow func(expr string) bool
 }
 
 // Mode says what the bar edits.
