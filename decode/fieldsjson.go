@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/hex"
 	"reflect"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -125,7 +126,21 @@ const hexDigits = "0123456789abcdef"
 
 // AppendJSONHex appends p as a JSON string of lowercase hex.
 func AppendJSONHex(b, p []byte) []byte {
+	b = GrowJSON(b, 2*len(p)+2)
 	b = append(b, '"')
 	b = hex.AppendEncode(b, p)
 	return append(b, '"')
+}
+
+// GrowJSON returns b with room for n more bytes. When b must grow, its
+// capacity at least doubles: a renderer about to write a large value of
+// known size (the hex of a frame or a body) reserves it, so that a buffer
+// gathering many such values grows as append grows a slice appended to
+// byte by byte, not by a copy of the whole buffer for each value (append
+// grows a large slice by a quarter, or to the exact size asked).
+func GrowJSON(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	return slices.Grow(b, max(n, 2*cap(b)-len(b)))
 }

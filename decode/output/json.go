@@ -218,6 +218,7 @@ func (e *JSONEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = AppendString(b, u.Err())
 	}
 	if opt.Raw {
+		b = decode.GrowJSON(b, 2*len(u.Raw)+10)
 		b = append(b, `,"raw":"`...)
 		b = hex.AppendEncode(b, u.Raw)
 		b = append(b, '"')
@@ -430,9 +431,7 @@ func AppendValue(b []byte, v any) []byte {
 		}
 		return strconv.AppendFloat(b, f, 'g', -1, 32)
 	case []byte:
-		b = append(b, '"')
-		b = hex.AppendEncode(b, x)
-		return append(b, '"')
+		return decode.AppendJSONHex(b, x)
 	case time.Time:
 		b = append(b, '"')
 		b = x.UTC().AppendFormat(b, time.RFC3339Nano)
