@@ -176,10 +176,15 @@ type assembly struct {
 	methodUnit, headerUnit *decode.Unit
 	bodySize               uint64
 	got                    uint64
-	body                   []byte // at most MaxMessage bytes of the body
-	cut                    bool   // body exceeded MaxMessage
-	frames                 int
-	// hold charges the copied body to the memory budget; budgetCut says
+	// body is at most MaxMessage bytes of the body, kept as the frames
+	// carried it (large frames' payloads shared with their units); whole
+	// says instead that the body is all in the first body frame, which
+	// completes the message.
+	body   decode.Pieces
+	whole  bool
+	cut    bool // body exceeded MaxMessage
+	frames int
+	// hold charges the body kept to the memory budget; budgetCut says
 	// the budget refused or took back the body.
 	hold      decode.Hold
 	budgetCut bool
@@ -192,9 +197,9 @@ type assembly struct {
 // so far, which is then counted but not kept.
 func (a *assembly) Evict(_ *decode.Hold, why string) {
 	d := a.d
-	d.inflight -= len(a.body)
-	n := len(a.body)
-	a.body, a.cut, a.budgetCut = nil, true, true
+	n := a.body.Len()
+	d.inflight -= n
+	a.body, a.cut, a.budgetCut = decode.Pieces{}, true, true
 	u := d.unit(a.dir, d.dirs[a.dir].s.Pos, nil, d.lastFed)
 	u.Type, u.Channel, u.HasChannel = "warning", a.channel, true
 	u.Summary = "memory budget: the body of the message in progress on channel " + strconv.Itoa(int(a.channel)) + " dropped"
@@ -829,12 +834,18 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		a.got += uint64(len(p))
 		a.frames++
 		if a.frames == 1 && a.got >= a.bodySize {
-			a.body = p // the whole body is in this unit: share its bytes
-		} else if room := min(d.opt.MaxMessage-len(a.body), d.opt.MaxMessage-d.inflight); room > 0 && !a.budgetCut {
+			a.whole = len(p) > 0 // the whole body is in this unit: share its bytes
+		} else if room := min(d.opt.MaxMessage-a.body.Len(), d.opt.MaxMessage-d.inflight); room > 0 && !a.budgetCut {
 			k := min(room, len(p))
-			if a.hold.Grow(d.acct, a, int64(k)) {
+			// A frame with bytes of its own (see carve) is kept as them;
+			// smaller ones are copied in chunks of at most the rest of
+			// the body.
+			rest, before := room, a.got-uint64(len(p))
+			if a.bodySize > before && a.bodySize-before < uint64(rest) {
+				rest = int(a.bodySize - before)
+			}
+			if a.body.Add(p[:k], len(u.Raw) > rawCarved, rest, &a.hold, d.acct, a) {
 				d.inflight += k
-				a.body = append(a.body, p[:k]...)
 				a.cut = a.cut || room < len(p)
 			} else {
 				a.cut, a.budgetCut = true, true
@@ -866,9 +877,7 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 // what it keeps).
 func (d *Decoder) drop(ds *direction, ch uint16) {
 	if a := ds.msg(ch); a != nil {
-		if a.frames > 1 || a.got < a.bodySize {
-			d.inflight -= len(a.body) // a copy, counted when appended
-		}
+		d.inflight -= a.body.Len() // counted when kept
 		a.hold.Release()
 		ds.remove(ch)
 		*a = assembly{}
@@ -897,10 +906,6 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	m := &d.msgSlab[0]
 	d.msgSlab = d.msgSlab[1:]
 	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
-	if a.frames == 1 && len(a.body) > 0 && &a.body[0] == &u.Raw[FrameHeaderSize] {
-		m.bodyInUnit = true
-	} else {
-		m.body = a.body
-	}
+	m.bodyInUnit, m.body = a.whole, a.body
 	u.Dissect = m.dissect
 }

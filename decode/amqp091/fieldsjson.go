@@ -2,6 +2,7 @@ package amqp091
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 	"time"
 	"unsafe"
@@ -51,10 +52,7 @@ func messageFieldsJSON(b []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 	if !ok {
 		return b[:mark], false
 	}
-	method, header, body := m.method, m.header, m.body
-	if m.bodyInUnit {
-		body = framePayload(u)
-	}
+	method, header := m.method, m.header
 	b = append(b, `,"message":{`...)
 	count++
 	sep := false
@@ -89,7 +87,11 @@ func messageFieldsJSON(b []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 	b = append(b, `"body-size":`...)
 	b = strconv.AppendUint(b, m.size, 10)
 	b = append(b, `,"body":`...)
-	b = appendTextOrBytes(b, body)
+	if m.bodyInUnit {
+		b = appendTextOrBytes(b, framePayload(u))
+	} else {
+		b = appendBodyJSON(b, &m.body)
+	}
 	count += 2
 	if maxFields >= 0 && count > maxFields {
 		return b[:mark], false
@@ -265,4 +267,45 @@ func appendTextOrBytes(b, s []byte) []byte {
 		return decode.AppendJSONString(b, unsafe.String(unsafe.SliceData(s), len(s)))
 	}
 	return decode.AppendJSONHex(b, s)
+}
+
+// appendBodyJSON renders body as appendTextOrBytes renders it joined.
+// Pieces are rendered one by one when the body is not text (hex is the
+// hex of each piece in turn): a byte printable rejects in any piece
+// settles that without joining. A body that may be text is joined, as
+// its UTF-8 must be judged (and escaped) across the pieces' seams.
+func appendBodyJSON(b []byte, body *decode.Pieces) []byte {
+	ps := body.Slices()
+	if len(ps) == 1 {
+		return appendTextOrBytes(b, ps[0])
+	}
+	text := true
+	for _, p := range ps {
+		if !maybePrintable(p) {
+			text = false
+			break
+		}
+	}
+	if text {
+		p, _ := body.Join()
+		return appendTextOrBytes(b, p)
+	}
+	b = decode.GrowJSON(b, 2*body.Len()+2)
+	b = append(b, '"')
+	for _, p := range ps {
+		b = hex.AppendEncode(b, p)
+	}
+	return append(b, '"')
+}
+
+// maybePrintable reports whether s has none of the bytes printable
+// rejects whatever surrounds them: controls other than tab, newline and
+// carriage return, and DEL.
+func maybePrintable(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

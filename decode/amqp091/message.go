@@ -3,6 +3,7 @@ package amqp091
 import (
 	"encoding/binary"
 	"errors"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -10,8 +11,8 @@ import (
 // message is a message assembled from its method, content header and body
 // frames; it is shown with the unit that completes it. Its slices alias the
 // Raw bytes of the units that carried them (which nobody modifies after
-// emission) or, for bodies spread over several frames, a copy bounded by
-// Options.MaxMessage.
+// emission) or, for the payloads of small body frames, copies; its body is
+// bounded by Options.MaxMessage.
 type message struct {
 	// method and header are the payloads of the frames that carried the
 	// method and the content header (a header-less message has none):
@@ -20,7 +21,7 @@ type message struct {
 	method, header []byte
 	// body is the body kept for display, unless bodyInUnit says it is the
 	// payload of the completing unit itself (a body in one frame).
-	body       []byte
+	body       decode.Pieces
 	size       uint64
 	cut        bool
 	bodyInUnit bool
@@ -44,7 +45,9 @@ func freezeMessage(u *decode.Unit, b []byte) ([]byte, bool) {
 	b = decode.AppendBytes(b, m.method)
 	b = decode.AppendBytes(b, m.header)
 	if !m.bodyInUnit {
-		b = decode.AppendBytes(b, m.body)
+		// decode.AppendBytes of the body joined.
+		b = binary.AppendUvarint(b, uint64(m.body.Len()))
+		b = m.body.AppendTo(b)
 	}
 	return b, true
 }
@@ -69,9 +72,11 @@ func thawMessage(_ *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, 
 		return nil, errFrozenMessage
 	}
 	if !m.bodyInUnit {
-		if m.body, _, ok = decode.ReadBytes(b); !ok {
+		var p []byte
+		if p, _, ok = decode.ReadBytes(b); !ok {
 			return nil, errFrozenMessage
 		}
+		m.body = decode.PiecesOf(p)
 	}
 	return m.dissect, nil
 }
@@ -90,9 +95,10 @@ func framePayload(u *decode.Unit) []byte {
 func (m *message) dissect(u *decode.Unit) []*decode.Field {
 	fs := dissectFrame(u)
 	mf := &decode.Field{Key: "message", Name: "amqp.message", Kind: decode.KindMap}
-	method, header, body := m.method, m.header, m.body
+	method, header := m.method, m.header
+	body, fresh := m.body.Join()
 	if m.bodyInUnit {
-		body = framePayload(u)
+		body, fresh = framePayload(u), false
 	}
 	if len(method) >= 4 {
 		class, id := binary.BigEndian.Uint16(method), binary.BigEndian.Uint16(method[2:])
@@ -114,7 +120,16 @@ func (m *message) dissect(u *decode.Unit) []*decode.Field {
 		}
 	}
 	mf.Add(&decode.Field{Key: "body-size", Name: "amqp.message.body-size", Value: m.size, Encoding: "longlong"})
-	bf := &decode.Field{Key: "body", Name: "amqp.message.body", Value: textOrBytes(body), Encoding: "bytes"}
+	var v any
+	switch {
+	case !fresh:
+		v = textOrBytes(body)
+	case printable(body):
+		v = unsafe.String(unsafe.SliceData(body), len(body)) // a copy of our own, never written again
+	default:
+		v = body
+	}
+	bf := &decode.Field{Key: "body", Name: "amqp.message.body", Value: v, Encoding: "bytes"}
 	if m.cut {
 		bf.Display = decode.FormatValue(bf.Value) + " (cut to " + uitoa(uint64(len(body))) + " bytes)"
 	}
