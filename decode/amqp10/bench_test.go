@@ -97,3 +97,23 @@ func BenchmarkDecoderSmallTransfers(b *testing.B) {
 		d.Feed(decode.DirF, stream, time.Time{})
 	}
 }
+
+// BenchmarkMultiFrameMessage4K is the corpus's amqp10-multiframe shape:
+// a 64 KiB message in transfers of RabbitMQ's 4 KiB frames (units with
+// bytes of their own), fed 8 KiB at a time.
+func BenchmarkMultiFrameMessage4K(b *testing.B) {
+	msg := benchMessage(64 << 10)
+	var stream []byte
+	for off := 0; off < len(msg); off += 4000 {
+		end := min(off+4000, len(msg))
+		stream = append(stream, transferFrame(0, 0, 1, end < len(msg), msg[off:end])...)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
+	for b.Loop() {
+		for off := 0; off < len(stream); off += 8192 {
+			d.Feed(decode.DirF, stream[off:min(off+8192, len(stream))], time.Time{})
+		}
+	}
+}

@@ -16,7 +16,7 @@ type Decoder struct {
 	opt  decode.Options
 	emit decode.Emit
 	dirs [2]direction
-	// inflight is the bytes copied for deliveries not yet complete, on
+	// inflight is the bytes kept for deliveries not yet complete, on
 	// both directions and every link: bounded by Options.MaxMessage, as
 	// AMQP 0-9-1's content bodies are.
 	inflight int
@@ -84,15 +84,18 @@ type direction struct {
 
 // delivery is a message being reassembled from transfers (§2.6.14).
 type delivery struct {
-	id       uint32
-	hasID    bool
-	tag      []byte
-	buf      []byte
+	id    uint32
+	hasID bool
+	tag   []byte
+	// body is the payloads of the transfers so far, kept as the frames
+	// carried them (large frames' payloads shared with their units): the
+	// message is copied once, to its size, when its last transfer comes.
+	body     decode.Pieces
 	frames   int
 	overflow bool
 	size     int
 
-	// hold charges buf to the memory budget.
+	// hold charges body to the memory budget.
 	hold decode.Hold
 	d    *Decoder
 	dir  decode.Dir
@@ -102,9 +105,9 @@ type delivery struct {
 // this delivery, which is then counted but not reassembled.
 func (dl *delivery) Evict(_ *decode.Hold, why string) {
 	d := dl.d
-	d.inflight -= len(dl.buf)
-	n := len(dl.buf)
-	dl.buf, dl.overflow = nil, true
+	n := dl.body.Len()
+	d.inflight -= n
+	dl.body, dl.overflow = decode.Pieces{}, true
 	u := d.unit(dl.dir, nil, d.dirs[dl.dir].s.Pos, d.last)
 	u.Type = "warning"
 	u.Summary = "memory budget: delivery " + strconv.FormatUint(uint64(dl.id), 10) + " dropped from reassembly"
@@ -115,7 +118,7 @@ func (dl *delivery) Evict(_ *decode.Hold, why string) {
 // forget drops a delivery and gives back what it held.
 func (d *Decoder) forget(st *direction, key linkKey, dl *delivery) {
 	delete(st.deliveries, key)
-	d.inflight -= len(dl.buf)
+	d.inflight -= dl.body.Len()
 	dl.hold.Release()
 }
 

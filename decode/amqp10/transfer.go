@@ -173,27 +173,28 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 	dl.frames++
 	dl.size += len(payload)
 	if !dl.overflow && dl.size > d.opt.MaxMessage {
-		d.inflight -= len(dl.buf)
+		d.inflight -= dl.body.Len()
 		dl.hold.Release()
-		dl.overflow, dl.buf = true, nil
+		dl.overflow, dl.body = true, decode.Pieces{}
 		u.Warn("message exceeds the limit of " + strconv.Itoa(d.opt.MaxMessage) + " bytes: not reassembled")
 	}
 	if t.More {
 		switch {
 		case dl.overflow:
 		case d.inflight+len(payload) > d.opt.MaxMessage:
-			d.inflight -= len(dl.buf)
-			dl.overflow, dl.buf = true, nil
+			d.inflight -= dl.body.Len()
+			dl.overflow, dl.body = true, decode.Pieces{}
 			dl.hold.Release()
 			u.Warn("deliveries in progress on this connection exceed " + strconv.Itoa(d.opt.MaxMessage) + " bytes in all (max message size): this one is not reassembled")
-		case !dl.hold.Grow(d.acct, dl, int64(len(payload))):
-			d.inflight -= len(dl.buf)
-			dl.overflow, dl.buf = true, nil
+		case !dl.body.Add(payload, len(u.Raw) > rawCarved, d.opt.MaxMessage-dl.body.Len(), &dl.hold, d.acct, dl):
+			// A frame with bytes of its own (see unit) is kept as them;
+			// smaller ones are copied in chunks.
+			d.inflight -= dl.body.Len()
+			dl.overflow, dl.body = true, decode.Pieces{}
 			dl.hold.Release()
 			u.Warn("the memory budget (--max-memory) has no room for this delivery: not reassembled")
 		default:
 			d.inflight += len(payload)
-			dl.buf = append(dl.buf, payload...)
 		}
 		s = append(s, " (part "...)
 		s = strconv.AppendInt(s, int64(dl.frames), 10)
@@ -211,8 +212,8 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		s = append(s, " frames, not reassembled)"...)
 		return s
 	}
-	from := len(dl.buf)
-	msg := append(dl.buf, payload...)
+	from := dl.body.Len()
+	msg := append(dl.body.AppendTo(make([]byte, 0, from+len(payload))), payload...)
 	cm := d.completed()
 	cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom = msg, dl.frames, payloadOff-from, from
 	if !t.HasDeliveryID {
