@@ -1,11 +1,13 @@
 package amqp091
 
 import (
-	"github.com/wiretap-dev/wiretap/internal/findcheck"
+	"bytes"
 	"reflect"
 	"testing"
 
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/output"
+	"github.com/wiretap-dev/wiretap/internal/findcheck"
 )
 
 // FuzzParseFrame checks that any input either parses into a frame whose
@@ -121,6 +123,10 @@ func FuzzDecoder(f *testing.F) {
 			})
 			if err := findcheck.Check(u); err != nil {
 				t.Fatal(err)
+			}
+			// The direct JSON (a body in pieces among others) is the tree's.
+			if fast, tree := output.AppendJSON(nil, u, output.JSONOptions{}), output.AppendJSON(nil, u, output.JSONOptions{TreeOnly: true}); !bytes.Equal(fast, tree) {
+				t.Fatalf("%s: direct JSON differs from the tree's:\n%s\n%s", u.Type, fast, tree)
 			}
 		}
 	})
