@@ -1,5 +1,7 @@
 package decode
 
+import "bytes"
+
 // Pieces is a message gathered from the frames that carried it without
 // copying it into one slice: its pieces, in order, are slices of large
 // frames' unit bytes (which nobody modifies after emission) or chunks of
@@ -91,7 +93,13 @@ func (p *Pieces) Join() (b []byte, fresh bool) {
 	case 1:
 		return p.list[0], false
 	}
-	return p.AppendTo(make([]byte, 0, p.n)), true
+	return bytes.Join(p.list, nil), true
+}
+
+// Concat returns a new slice of the bytes kept followed by tail (not
+// zeroed before it is filled, as bytes.Join makes it).
+func (p *Pieces) Concat(tail []byte) []byte {
+	return bytes.Join(append(p.list[:len(p.list):len(p.list)], tail), nil)
 }
 
 // PiecesOf returns Pieces holding b alone (nothing when b is empty), as a

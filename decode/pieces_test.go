@@ -41,6 +41,9 @@ func TestPieces(t *testing.T) {
 				t.Fatalf("round %d: %d shared and %d copied, %d charged", round, shared, copied, used)
 			}
 		}
+		if c := p.Concat([]byte("tail")); !bytes.Equal(c, append(append([]byte(nil), want...), "tail"...)) {
+			t.Fatalf("round %d: Concat is not the bytes kept and the tail", round)
+		}
 		j, _ := p.Join()
 		if got := p.AppendTo(nil); !bytes.Equal(got, want) || !bytes.Equal(j, want) && len(want) > 0 || p.Len() != len(want) {
 			t.Fatalf("round %d: kept %d bytes, not the %d added", round, len(got), len(want))

@@ -61,9 +61,16 @@ type Immutability struct {
 	// The entering messages' ids and bare messages are copied into chunks
 	// (immChunk bytes, or one message's if larger), so the entries and the
 	// index hold no pointers for the collector to follow and no unit's
-	// bytes are kept alive; a chunk goes once nothing in it is live.
-	chunks [][]byte
-	live   []int
+	// slab of small frames is kept alive; a chunk goes once nothing in it
+	// is live. A bare message in bytes of its own (a message reassembled
+	// from several transfers, or one large frame's unit), which it fills
+	// but for a little, is kept as those bytes instead (in shared, its
+	// slot freed for another when it is forgotten): copying it cost as
+	// much as decoding it.
+	chunks     [][]byte
+	live       []int
+	shared     [][]byte
+	freeShared []int32
 	// Slabs the verdicts and their texts are carved from.
 	verdicts []immVerdict
 	text     []byte
@@ -82,6 +89,10 @@ type immEntry struct {
 	chunk  int32
 	off    int32 // a message past a chunk's size has one to itself, at 0
 	idLen  int32
+	// shared is 1 + the slot in Immutability.shared of the bare message
+	// kept as the message's own bytes; 0 when it follows the id in its
+	// chunk. chunk is -1 when nothing is in one.
+	shared int32
 }
 
 // immBlock is the number of entries in a block.
@@ -91,9 +102,24 @@ const immBlock = 4096
 const immChunk = 256 << 10
 
 // keep copies id and bare into the current chunk and records where they
-// went.
-func (im *Immutability) keep(e *immEntry, id string, bare []byte) {
+// went; byRef keeps bare as it is instead (see Immutability.shared).
+func (im *Immutability) keep(e *immEntry, id string, bare []byte, byRef bool) {
 	size := len(id) + len(bare)
+	e.chunk, e.off, e.idLen, e.length, e.shared = -1, 0, int32(len(id)), len(bare), 0
+	if byRef {
+		size = len(id)
+		if n := len(im.freeShared); n > 0 {
+			e.shared = im.freeShared[n-1] + 1
+			im.freeShared = im.freeShared[:n-1]
+			im.shared[e.shared-1] = bare
+		} else {
+			im.shared = append(im.shared, bare)
+			e.shared = int32(len(im.shared))
+		}
+		if size == 0 {
+			return
+		}
+	}
 	last := len(im.chunks) - 1
 	if last >= 0 && im.live[last] == 0 && im.chunks[last] != nil {
 		im.chunks[last] = im.chunks[last][:0] // everything in it was forgotten
@@ -107,16 +133,28 @@ func (im *Immutability) keep(e *immEntry, id string, bare []byte) {
 		last++
 	}
 	c := im.chunks[last]
-	e.chunk, e.off, e.idLen, e.length = int32(last), int32(len(c)), int32(len(id)), len(bare)
+	e.chunk, e.off = int32(last), int32(len(c))
 	c = append(c, id...)
-	im.chunks[last] = append(c, bare...)
+	if !byRef {
+		c = append(c, bare...)
+	}
+	im.chunks[last] = c
 	im.live[last] += size
 }
 
 // forget gives back e's bytes; a chunk left with nothing live, but the
 // one being filled, is dropped.
 func (im *Immutability) forget(e *immEntry) {
-	im.live[e.chunk] -= int(e.idLen) + e.length
+	size := int(e.idLen) + e.length
+	if e.shared > 0 {
+		im.shared[e.shared-1] = nil
+		im.freeShared = append(im.freeShared, e.shared-1)
+		size, e.shared = int(e.idLen), 0
+	}
+	if e.chunk < 0 {
+		return
+	}
+	im.live[e.chunk] -= size
 	if im.live[e.chunk] == 0 && int(e.chunk) != len(im.chunks)-1 {
 		im.chunks[e.chunk] = nil
 	}
@@ -124,6 +162,12 @@ func (im *Immutability) forget(e *immEntry) {
 
 // bareOf returns e's bare message.
 func (im *Immutability) bareOf(e *immEntry) []byte {
+	if e.shared > 0 {
+		return im.shared[e.shared-1]
+	}
+	if e.chunk < 0 {
+		return nil
+	}
 	off := int(e.off) + int(e.idLen)
 	end := off + e.length
 	return im.chunks[e.chunk][off:end:end]
@@ -235,15 +279,18 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	h := im.sum(id, bare)
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
+		// Bytes of the message's own (never a slab's) are kept as they
+		// are when the bare message fills them but for a fifth at most.
+		byRef := cm.own > 0 && len(bare) > rawCarved && cm.own-len(bare) <= len(bare)/4
 		if seq, newest := im.find(h, id, bare); seq >= 0 {
 			e := im.entry(seq)
 			im.bytes -= e.length
 			im.forget(e)
 			e.conn, e.n = int32(u.Conn.ID), u.N
-			im.keep(e, id, bare)
+			im.keep(e, id, bare, byRef)
 		} else {
 			e := immEntry{hash: h, chain: newest, conn: int32(u.Conn.ID), n: u.N}
-			im.keep(&e, id, bare)
+			im.keep(&e, id, bare, byRef)
 			im.index[h] = im.add(e)
 		}
 		im.bytes += len(bare)

@@ -227,3 +227,70 @@ func BenchmarkImmutabilityStream(b *testing.B) {
 		i++
 	}
 }
+
+// TestImmutabilityKeepsOwnBytes: a bare message in bytes of the message's
+// own (a large frame's unit, or a reassembled message) is kept as those
+// bytes, not copied; forgotten ones give their slots to newer ones; and
+// pairing compares them as it compares copies.
+func TestImmutabilityKeepsOwnBytes(t *testing.T) {
+	im := NewImmutability()
+	im.MaxBytes = 100 << 10
+	var bodies [][]byte
+	for i := range 40 {
+		b := make([]byte, 10<<10)
+		b[0], b[1] = byte(i), byte(i>>8)
+		bodies = append(bodies, b)
+	}
+	in := immMessages(1, decode.DirF, bodies...)
+	// A reassembled one: three transfers.
+	var multi *decode.Unit
+	d := New(&decode.Conn{ID: 1, Proto: decode.ProtoAMQP10}, nil, func(u *decode.Unit) {
+		if MessageOf(u) != nil {
+			multi = u
+		}
+	})
+	big := make([]byte, 30<<10)
+	big[0] = 0xee
+	msg := AppendDescribed(nil, DescriptorData, AppendBinary(nil, big))
+	for off := 0; off < len(msg); off += 12000 {
+		end := min(off+12000, len(msg))
+		d.Feed(decode.DirF, transferFrame(0, 0, 99, end < len(msg), msg[off:end]), time.Unix(0, 0))
+	}
+	if multi == nil || MessageOf(multi).Frames != 3 {
+		t.Fatal("no reassembled message")
+	}
+	multi.N = 100
+	in = append(in, multi)
+	for _, u := range in {
+		im.Observe(u)
+	}
+	live := 0
+	for _, b := range im.shared {
+		if b != nil {
+			live++
+		}
+	}
+	if live == 0 || len(im.shared) > live+len(im.freeShared) || len(im.shared) > 12 {
+		t.Errorf("%d slots for %d bare messages kept (%d free)", len(im.shared), live, len(im.freeShared))
+	}
+	last := MessageOf(in[len(in)-1]).Bare()
+	if e := im.entry(im.tail - 1); e.shared == 0 || &im.bareOf(e)[0] != &last[0] {
+		t.Error("the reassembled message's bare message was copied")
+	}
+	for _, c := range im.chunks {
+		if cap(c) > 0 {
+			t.Errorf("a chunk of %d bytes for bare messages kept as they are", cap(c))
+		}
+	}
+	changed := append([]byte(nil), bodies[39]...)
+	changed[5000] = 1
+	out := immMessages(2, decode.DirB, bodies[38], changed)
+	// Without a message-id a message is known by its bare message: the
+	// same bytes pair, identical; changed ones do not pair.
+	if v := im.Observe(out[0]); v == nil || !v.Identical || v.FromUnit != in[38].N {
+		t.Errorf("unchanged message: verdict %+v", v)
+	}
+	if v := im.Observe(out[1]); v != nil {
+		t.Errorf("changed message paired: %+v", v)
+	}
+}

@@ -85,6 +85,12 @@ type CompletedMessage struct {
 	// Annotations are extra fields shown in the message subtree, such as
 	// the verdict of an [Immutability] check.
 	Annotations []*decode.Field
+	// own is the length of the allocation Bytes is part of when the
+	// decoder made it for this message alone (a reassembled message, or
+	// the Raw of a large frame's unit), which nothing else shares; 0 when
+	// Bytes may be part of something larger (a slab of small units, a
+	// store's frozen bytes).
+	own int
 }
 
 // Bare returns the bare message's exact bytes.
@@ -154,6 +160,9 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		}
 		cm := d.completed()
 		cm.Bytes, cm.Frames, cm.RawOffset = u.Raw[payloadOff:], 1, payloadOff
+		if len(u.Raw) > rawCarved {
+			cm.own = len(u.Raw) // bytes of its own (see unit)
+		}
 		return d.complete(st, u, cm, &t, link, s)
 	}
 	if dl == nil {
@@ -213,9 +222,9 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		return s
 	}
 	from := dl.body.Len()
-	msg := append(dl.body.AppendTo(make([]byte, 0, from+len(payload))), payload...)
+	msg := dl.body.Concat(payload)
 	cm := d.completed()
-	cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom = msg, dl.frames, payloadOff-from, from
+	cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = msg, dl.frames, payloadOff-from, from, len(msg)
 	if !t.HasDeliveryID {
 		t.DeliveryID = dl.id
 	}
