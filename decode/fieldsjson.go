@@ -1,7 +1,7 @@
 package decode
 
 import (
-	"encoding/hex"
+	"encoding/binary"
 	"reflect"
 	"slices"
 	"unicode/utf8"
@@ -128,8 +128,37 @@ const hexDigits = "0123456789abcdef"
 func AppendJSONHex(b, p []byte) []byte {
 	b = GrowJSON(b, 2*len(p)+2)
 	b = append(b, '"')
-	b = hex.AppendEncode(b, p)
+	b = AppendHex(b, p)
 	return append(b, '"')
+}
+
+// hexPairs holds each byte's two lowercase hex digits, the first in the
+// low byte.
+var hexPairs = func() (t [256]uint16) {
+	for i := range t {
+		t[i] = uint16(hexDigits[i>>4]) | uint16(hexDigits[i&15])<<8
+	}
+	return t
+}()
+
+// AppendHex appends p in lowercase hex, as hex.AppendEncode does, about
+// twice as fast: a table of digit pairs, four bytes at a time (the hex
+// of frames and bodies is most of what JSON output costs). Like
+// AppendJSONHex it grows b as GrowJSON does.
+func AppendHex(b, p []byte) []byte {
+	n := len(b)
+	b = GrowJSON(b, 2*len(p))[:n+2*len(p)]
+	dst := b[n:]
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		s := p[i : i+4 : i+4]
+		binary.LittleEndian.PutUint64(dst[2*i:], uint64(hexPairs[s[0]])|uint64(hexPairs[s[1]])<<16|
+			uint64(hexPairs[s[2]])<<32|uint64(hexPairs[s[3]])<<48)
+	}
+	for ; i < len(p); i++ {
+		binary.LittleEndian.PutUint16(dst[2*i:], hexPairs[p[i]])
+	}
+	return b
 }
 
 // GrowJSON returns b with room for n more bytes. When b must grow, its

@@ -2,7 +2,6 @@ package amqp091
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"strconv"
 	"time"
 	"unsafe"
@@ -293,7 +292,7 @@ func appendBodyJSON(b []byte, body *decode.Pieces) []byte {
 	b = decode.GrowJSON(b, 2*body.Len()+2)
 	b = append(b, '"')
 	for _, p := range ps {
-		b = hex.AppendEncode(b, p)
+		b = decode.AppendHex(b, p)
 	}
 	return append(b, '"')
 }

@@ -1,7 +1,6 @@
 package output
 
 import (
-	"encoding/hex"
 	"io"
 	"math"
 	"net/netip"
@@ -220,7 +219,7 @@ func (e *JSONEncoder) Append(b []byte, u *decode.Unit) []byte {
 	if opt.Raw {
 		b = decode.GrowJSON(b, 2*len(u.Raw)+10)
 		b = append(b, `,"raw":"`...)
-		b = hex.AppendEncode(b, u.Raw)
+		b = decode.AppendHex(b, u.Raw)
 		b = append(b, '"')
 	}
 	return append(b, '}')
