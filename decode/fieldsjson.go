@@ -3,7 +3,6 @@ package decode
 import (
 	"encoding/binary"
 	"reflect"
-	"slices"
 	"unicode/utf8"
 )
 
@@ -166,10 +165,15 @@ func AppendHex(b, p []byte) []byte {
 // known size (the hex of a frame or a body) reserves it, so that a buffer
 // gathering many such values grows as append grows a slice appended to
 // byte by byte, not by a copy of the whole buffer for each value (append
-// grows a large slice by a quarter, or to the exact size asked).
+// grows a large slice by a quarter, or to the exact size asked). The new
+// slice is made, not grown by append: a large allocation of fresh pages
+// is not cleared, and its pages are touched only as they are written
+// (slices.Grow clears all it adds, which faulted in pages never used).
 func GrowJSON(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
 		return b
 	}
-	return slices.Grow(b, max(n, 2*cap(b)-len(b)))
+	nb := make([]byte, len(b), max(len(b)+n, 2*cap(b)))
+	copy(nb, b)
+	return nb
 }
