@@ -58,3 +58,28 @@ func TestPacer(t *testing.T) {
 		t.Error("a resize inside the interval reused the old render")
 	}
 }
+
+// TestPacerStream: units arriving render at most every streamInterval,
+// a keypress after a frame interval at once.
+func TestPacerStream(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := &pacer{now: func() time.Time { return now }}
+	renders := 0
+	full := func() string { renders++; return "screen " + strconv.Itoa(renders) }
+	p.render(full)
+	now = now.Add(2 * frameInterval)
+	cmd := p.pace(unitsMsg{})
+	if cmd == nil || p.render(full) != "screen 1" {
+		t.Fatal("units two frame intervals after a render rendered at once")
+	}
+	if _, ok := cmd().(redrawMsg); !ok {
+		t.Fatal("no redraw scheduled for the units")
+	}
+	if p.pace(keyMsg("j")) != nil || p.render(full) != "screen 2" {
+		t.Fatal("a keypress a frame interval after the last render waited")
+	}
+	now = now.Add(streamInterval)
+	if p.pace(unitsMsg{}) != nil || p.render(full) != "screen 3" {
+		t.Fatal("units a stream interval after the last render waited")
+	}
+}
