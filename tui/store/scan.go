@@ -45,19 +45,7 @@ func Scan(ctx context.Context, units View, within *Rows, from int32, limit int, 
 		}
 		return true
 	}
-	switch {
-	case within == nil:
-		units.rangeFor(shallow)(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
-	case shallow:
-		var sh shell
-		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
-			return int(i) < units.Len() && visit(n, i, units.loadShallow(i, &sh))
-		})
-	default:
-		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
-			return int(i) < units.Len() && visit(n, i, units.Load(i))
-		})
-	}
+	visitUnits(units, within, from, shallow, visit)
 	if err != nil {
 		return nil, from, err
 	}
@@ -174,19 +162,7 @@ func scanSeq(ctx context.Context, units View, within *Rows, from int32, match fu
 		}
 		return !match(u) || add(i)
 	}
-	switch {
-	case within == nil:
-		units.rangeFor(shallow)(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
-	case shallow:
-		var sh shell
-		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
-			return int(i) < units.Len() && visit(n, i, units.loadShallow(i, &sh))
-		})
-	default:
-		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
-			return int(i) < units.Len() && visit(n, i, units.Load(i))
-		})
-	}
+	visitUnits(units, within, from, shallow, visit)
 	return err
 }
 
@@ -279,4 +255,24 @@ func Find(ctx context.Context, units View, rows Seq, start, step int, match func
 		}
 	}
 	return -1, nil
+}
+
+// visitUnits calls visit, in order, for units [from, len(units)), or for
+// within's entries at or past from, with the position n each has in what
+// is looked at, until visit returns false. Shallow gives frozen units as
+// shells of their records (see [View.RangeShallow]).
+func visitUnits(units View, within *Rows, from int32, shallow bool, visit func(n int, i int32, u *decode.Unit) bool) {
+	switch {
+	case within == nil:
+		units.rangeFor(shallow)(int(from), units.Len(), func(i int32, u *decode.Unit) bool { return visit(int(i), i, u) })
+	case shallow:
+		var sh shell
+		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
+			return int(i) < units.Len() && visit(n, i, units.loadShallow(i, &sh))
+		})
+	default:
+		within.Range(within.Search(from), within.Len(), func(n int, i int32) bool {
+			return int(i) < units.Len() && visit(n, i, units.Load(i))
+		})
+	}
 }
