@@ -48,10 +48,16 @@ func runRead(path string, f *decodeFlags) error {
 	if err != nil {
 		return err
 	}
-	// Units are garbage as soon as they are printed: collect less often,
-	// but never let that take the heap past a few hundred MiB (a soft limit
-	// the runtime meets by collecting sooner; GOMEMLIMIT overrides it).
-	debug.SetGCPercent(400)
+	// Units are garbage as soon as they are printed: collect less often
+	// than the default, but never let that take the heap past a few
+	// hundred MiB (a soft limit the runtime meets by collecting sooner;
+	// GOMEMLIMIT overrides it). Not much less often: a heap let grow to
+	// five times the live data (400) lands nearly every allocation on a
+	// page never touched, a page fault of some 4 µs on a VM. 200 ran as
+	// fast on the corpus shapes, text and JSON (medians of five, the two
+	// alternated, apart by less than the runs' spread), at a third less
+	// peak RSS (fanout text 50 -> 37 MB, AMQP 1.0 small 79 -> 55 MB).
+	debug.SetGCPercent(200)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(192 << 20)
 	}
