@@ -115,6 +115,14 @@ func (dl *delivery) Evict(_ *decode.Hold, why string) {
 	d.emit(u)
 }
 
+// giveUp stops reassembling dl: what it kept is let go of and given back
+// to the budget, and the rest of it is counted, not kept.
+func (dl *delivery) giveUp() {
+	dl.d.inflight -= dl.body.Len()
+	dl.hold.Release()
+	dl.overflow, dl.body = true, decode.Pieces{}
+}
+
 // forget drops a delivery and gives back what it held.
 func (d *Decoder) forget(st *direction, key linkKey, dl *delivery) {
 	delete(st.deliveries, key)

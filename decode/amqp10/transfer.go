@@ -182,25 +182,19 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 	dl.frames++
 	dl.size += len(payload)
 	if !dl.overflow && dl.size > d.opt.MaxMessage {
-		d.inflight -= dl.body.Len()
-		dl.hold.Release()
-		dl.overflow, dl.body = true, decode.Pieces{}
+		dl.giveUp()
 		u.Warn("message exceeds the limit of " + strconv.Itoa(d.opt.MaxMessage) + " bytes: not reassembled")
 	}
 	if t.More {
 		switch {
 		case dl.overflow:
 		case d.inflight+len(payload) > d.opt.MaxMessage:
-			d.inflight -= dl.body.Len()
-			dl.overflow, dl.body = true, decode.Pieces{}
-			dl.hold.Release()
+			dl.giveUp()
 			u.Warn("deliveries in progress on this connection exceed " + strconv.Itoa(d.opt.MaxMessage) + " bytes in all (max message size): this one is not reassembled")
 		case !dl.body.Add(payload, len(u.Raw) > rawCarved, d.opt.MaxMessage-dl.body.Len(), &dl.hold, d.acct, dl):
 			// A frame with bytes of its own (see unit) is kept as them;
 			// smaller ones are copied in chunks.
-			d.inflight -= dl.body.Len()
-			dl.overflow, dl.body = true, decode.Pieces{}
-			dl.hold.Release()
+			dl.giveUp()
 			u.Warn("the memory budget (--max-memory) has no room for this delivery: not reassembled")
 		default:
 			d.inflight += len(payload)
