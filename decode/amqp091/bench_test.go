@@ -159,16 +159,7 @@ func BenchmarkDecoder(b *testing.B) {
 			emit := func(u *decode.Unit) { units++ }
 			now := time.Now()
 			for b.Loop() {
-				d := New(&decode.Conn{ID: 1}, decode.DefaultOptions(), emit)
-				for _, s := range []struct {
-					dir decode.Dir
-					b   []byte
-				}{{decode.DirF, client}, {decode.DirB, server}} {
-					for off := 0; off < len(s.b); off += 1460 {
-						d.Feed(s.dir, s.b[off:min(off+1460, len(s.b))], now)
-					}
-					d.End(s.dir, now)
-				}
+				feedConversation(New(&decode.Conn{ID: 1}, decode.DefaultOptions(), emit), client, server, 1460, now)
 			}
 			b.ReportMetric(float64(units)/float64(b.N), "units/op")
 		})
@@ -260,16 +251,21 @@ func BenchmarkDecoderLargeBodies(b *testing.B) {
 	emit := func(u *decode.Unit) { units++ }
 	now := time.Now()
 	for b.Loop() {
-		d := New(&decode.Conn{ID: 1}, decode.DefaultOptions(), emit)
-		for _, s := range []struct {
-			dir decode.Dir
-			b   []byte
-		}{{decode.DirF, client}, {decode.DirB, server}} {
-			for off := 0; off < len(s.b); off += 65536 {
-				d.Feed(s.dir, s.b[off:min(off+65536, len(s.b))], now)
-			}
-			d.End(s.dir, now)
-		}
+		feedConversation(New(&decode.Conn{ID: 1}, decode.DefaultOptions(), emit), client, server, 65536, now)
 	}
 	b.ReportMetric(float64(units)/float64(b.N), "units/op")
+}
+
+// feedConversation feeds d the client's bytes and then the server's, in
+// segments of seg bytes, as TCP reassembly hands them over, and ends both.
+func feedConversation(d decode.Decoder, client, server []byte, seg int, now time.Time) {
+	for _, s := range []struct {
+		dir decode.Dir
+		b   []byte
+	}{{decode.DirF, client}, {decode.DirB, server}} {
+		for off := 0; off < len(s.b); off += seg {
+			d.Feed(s.dir, s.b[off:min(off+seg, len(s.b))], now)
+		}
+		d.End(s.dir, now)
+	}
 }

@@ -54,12 +54,7 @@ func BenchmarkDecoder(b *testing.B) {
 // BenchmarkMultiFrameMessage reassembles a 64 KiB message from 512-byte
 // transfers.
 func BenchmarkMultiFrameMessage(b *testing.B) {
-	msg := benchMessage(64 << 10)
-	var stream []byte
-	for off := 0; off < len(msg); off += 480 {
-		end := min(off+480, len(msg))
-		stream = append(stream, transferFrame(0, 0, 1, end < len(msg), msg[off:end])...)
-	}
+	stream := transfersOf(benchMessage(64<<10), 480)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
 	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
@@ -102,12 +97,7 @@ func BenchmarkDecoderSmallTransfers(b *testing.B) {
 // a 64 KiB message in transfers of RabbitMQ's 4 KiB frames (units with
 // bytes of their own), fed 8 KiB at a time.
 func BenchmarkMultiFrameMessage4K(b *testing.B) {
-	msg := benchMessage(64 << 10)
-	var stream []byte
-	for off := 0; off < len(msg); off += 4000 {
-		end := min(off+4000, len(msg))
-		stream = append(stream, transferFrame(0, 0, 1, end < len(msg), msg[off:end])...)
-	}
+	stream := transfersOf(benchMessage(64<<10), 4000)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
 	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
@@ -116,4 +106,15 @@ func BenchmarkMultiFrameMessage4K(b *testing.B) {
 			d.Feed(decode.DirF, stream[off:min(off+8192, len(stream))], time.Time{})
 		}
 	}
+}
+
+// transfersOf is msg sent as transfers of at most per bytes of it, on
+// channel 0, handle 0, delivery 1.
+func transfersOf(msg []byte, per int) []byte {
+	var stream []byte
+	for off := 0; off < len(msg); off += per {
+		end := min(off+per, len(msg))
+		stream = append(stream, transferFrame(0, 0, 1, end < len(msg), msg[off:end])...)
+	}
+	return stream
 }
