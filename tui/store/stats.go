@@ -409,43 +409,25 @@ func (v View) heads(lo, hi int, fn func(i int32, h *head, src *headSrc)) {
 	}
 	s, m := v.s, &v.s.mem
 	var sh shell
-	for b := lo; b < hi; b += rangeBlock {
-		e := min(b+rangeBlock, hi)
-		m.mu.RLock()
-		i, cold := b, min(m.cold, e)
-		for i < cold {
-			page, base, err := sh.page(s, i)
-			if err != nil {
-				// Records that cannot be read back count as the
-				// stand-ins Range gives for them.
-				for ; i < cold; i++ {
-					src.set(int32(i), nil, s.unreadable(int32(i), err))
-					h = unitHead(src.u, s.connOf(src.u))
-					fn(int32(i), &h, src)
-				}
-				break
-			}
-			for end := min(cold, base+len(page)); i < end; i++ {
-				r := &page[i-base]
-				src.set(int32(i), r, nil)
-				if r.flags&recPinned != 0 {
-					src.pin = m.pin[int32(i)]
-					h = unitHead(src.pin, s.connOf(src.pin))
-				} else {
-					h = head{typ: s.types[r.typ], ns: r.ns, length: int(r.length), conn: r.conn, ch: r.ch,
-						dir: decode.Dir(r.dir), proto: decode.Proto(r.proto), nested: r.flags&recParent != 0}
-				}
-				fn(int32(i), &h, src)
-			}
+	// Records that cannot be read back count as the stand-ins Range gives
+	// for them.
+	v.walkRecords(lo, hi, &sh, func(i int32, r *rec, _ []rec, _ int) bool {
+		src.set(i, r, nil)
+		if r.flags&recPinned != 0 {
+			src.pin = m.pin[i]
+			h = unitHead(src.pin, s.connOf(src.pin))
+		} else {
+			h = head{typ: s.types[r.typ], ns: r.ns, length: int(r.length), conn: r.conn, ch: r.ch,
+				dir: decode.Dir(r.dir), proto: decode.Proto(r.proto), nested: r.flags&recParent != 0}
 		}
-		for ; i < e; i++ {
-			u := m.live[i-m.cold]
-			src.set(int32(i), nil, u)
-			h = unitHead(u, s.connOf(u))
-			fn(int32(i), &h, src)
-		}
-		m.mu.RUnlock()
-	}
+		fn(i, &h, src)
+		return true
+	}, func(i int32, u *decode.Unit) bool {
+		src.set(i, nil, u)
+		h = unitHead(u, s.connOf(u))
+		fn(i, &h, src)
+		return true
+	})
 }
 
 // connOf is the position of u's connection in Conns, -1 for none. The

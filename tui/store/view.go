@@ -113,8 +113,21 @@ func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bo
 	if v.s == nil {
 		return v.Range(lo, hi, fn)
 	}
-	s, m := v.s, &v.s.mem
 	var sh shell
+	return v.walkRecords(lo, hi, &sh, func(i int32, r *rec, page []rec, base int) bool {
+		return fn(i, sh.of(v.s, i, r, page, base))
+	}, fn)
+}
+
+// walkRecords calls, in order for units [lo, hi) of a store's view,
+// frozen with each frozen unit's record (from the store's page cache or,
+// past it, sh's page of its own; page and base are where it was found)
+// and whole with each unit held whole or, for a record that cannot be
+// read back, its stand-in, until one returns false; it reports whether it
+// reached hi. It holds the store's lock for reading a block of rangeBlock
+// units at a time; frozen and whole must not call into the store.
+func (v View) walkRecords(lo, hi int, sh *shell, frozen func(i int32, r *rec, page []rec, base int) bool, whole func(i int32, u *decode.Unit) bool) bool {
+	s, m := v.s, &v.s.mem
 	for b := lo; b < hi; b += rangeBlock {
 		e := min(b+rangeBlock, hi)
 		m.mu.RLock()
@@ -122,7 +135,7 @@ func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bo
 		for i < cold {
 			page, base, err := sh.page(s, i)
 			if err != nil {
-				if !s.rangeUnreadable(i, cold, err, fn) {
+				if !s.rangeUnreadable(i, cold, err, whole) {
 					m.mu.RUnlock()
 					return false
 				}
@@ -130,13 +143,13 @@ func (v View) RangeShallow(lo, hi int, fn func(i int32, u *decode.Unit) bool) bo
 				break
 			}
 			for end := min(cold, base+len(page)); i < end; i++ {
-				if !fn(int32(i), sh.of(s, int32(i), &page[i-base], page, base)) {
+				if !frozen(int32(i), &page[i-base], page, base) {
 					m.mu.RUnlock()
 					return false
 				}
 			}
 		}
-		if !m.rangeLive(i, e, fn) {
+		if !m.rangeLive(i, e, whole) {
 			m.mu.RUnlock()
 			return false
 		}
