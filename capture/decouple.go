@@ -88,8 +88,11 @@ func CoalesceWakeups(d time.Duration) DecoupledOption {
 
 // lane is one consumer of a Decoupled with its own buffer and goroutine.
 type lane struct {
-	id       int
-	deliver  func(it *decoupledItem, b []byte)
+	id      int
+	deliver func(it *decoupledItem, b []byte)
+	// idle, when set, is called each time the lane has delivered all it
+	// had (a handler that buffers then writes its buffer out).
+	idle     func()
 	limit    int
 	pace     bool
 	coalesce time.Duration
@@ -199,7 +202,7 @@ func NewDecoupled(out *Serial, limit int, opts ...DecoupledOption) *Decoupled {
 		o(&cfg)
 	}
 	t := &Decoupled{out: out}
-	t.addLane(limit, cfg, func(it *decoupledItem, b []byte) {
+	dec := t.addLane(limit, cfg, func(it *decoupledItem, b []byte) {
 		switch it.kind {
 		case itemData:
 			out.decodeData(it.f.f, it.fromA, b, it.t)
@@ -211,6 +214,7 @@ func NewDecoupled(out *Serial, limit int, opts ...DecoupledOption) *Decoupled {
 			out.decodeNote(it.f.f, it.fromA, b, it.t)
 		}
 	})
+	dec.idle = out.flushIdle
 	if rec := out.recorder(); rec != nil {
 		// The recorder's budget is apart from the decoder's: writing a
 		// file keeps up with any traffic a disk can take.
@@ -226,14 +230,19 @@ func NewDecoupled(out *Serial, limit int, opts ...DecoupledOption) *Decoupled {
 			// Notes are not recorded: a capture file holds bytes.
 		})
 	}
+	for _, l := range t.lanes {
+		go l.run()
+	}
 	return t
 }
 
-func (t *Decoupled) addLane(limit int, cfg decoupledConfig, deliver func(*decoupledItem, []byte)) {
+// addLane adds a lane; NewDecoupled starts the lanes' goroutines once
+// they are set up (idle included).
+func (t *Decoupled) addLane(limit int, cfg decoupledConfig, deliver func(*decoupledItem, []byte)) *lane {
 	l := &lane{id: len(t.lanes), deliver: deliver, limit: limit, pace: cfg.pace, coalesce: cfg.coalesce,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	t.lanes = append(t.lanes, l)
-	go l.run()
+	return l
 }
 
 // NewFlow numbers a new connection from client a to server b (see
@@ -399,6 +408,9 @@ func (l *lane) run() {
 			l.mu.Unlock()
 			if len(batch.items) == 0 {
 				spare = batch
+				if l.idle != nil {
+					l.idle()
+				}
 				if closed {
 					return
 				}

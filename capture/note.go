@@ -31,3 +31,14 @@ func NoteOn(h Handler, f *Flow, fromA bool, kind, msg string, t time.Time) {
 		n.Note(f, fromA, kind, msg, t)
 	}
 }
+
+// Flusher is implemented by handlers that hold what they are given before
+// passing it on (a [relay.Writer] writing to another process). A source
+// that feeds its handler from a goroutine of its own ([Decoupled]) calls
+// Flush each time it has handed on all it had, so that nothing waits in
+// the handler for more traffic to push it out.
+//
+// [relay.Writer]: https://pkg.go.dev/github.com/wiretap-dev/wiretap/capture/relay#Writer
+type Flusher interface {
+	Flush()
+}

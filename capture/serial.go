@@ -58,6 +58,16 @@ func (s *Serial) decodeNote(f *Flow, fromA bool, b []byte, t time.Time) {
 	NoteOn(s.h, f, fromA, kind, msg, t)
 }
 
+// flushIdle tells a handler that holds what it is given ([Flusher]) that
+// nothing more is coming for now.
+func (s *Serial) flushIdle() {
+	if fl, ok := s.h.(Flusher); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		fl.Flush()
+	}
+}
+
 func (s *Serial) decodeClose(f *Flow, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
