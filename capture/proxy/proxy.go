@@ -73,6 +73,10 @@ type Proxy struct {
 	// the proxy keep busy it falls behind (gaps) instead of taking CPU
 	// time from them.
 	DecodeAnyCPU bool
+	// BehindHint, when set, is said after the line on Log that the
+	// decoder fell behind: why it can, and what to do about it (by
+	// default, when the decoder is paced, that it is).
+	BehindHint string
 	// Serial, when set, numbers the flows and serialises the calls instead
 	// of a Serial of the proxy's own (and Handler is then unused): share one
 	// with other sources (more proxies, the broker) that feed the same
@@ -294,9 +298,12 @@ func (p *Proxy) watchDecoder(ctx context.Context) {
 		dropped := p.dec.Dropped()
 		switch {
 		case dropped > last && !behind:
-			why := ""
-			if !p.DecodeAnyCPU {
-				why = " (it is paced to the CPU the machine can spare; --decode-cpu all has it compete with the traffic)"
+			why := p.BehindHint
+			if why == "" && !p.DecodeAnyCPU {
+				why = "it is paced to the CPU the machine can spare; --decode-cpu all has it compete with the traffic"
+			}
+			if why != "" {
+				why = " (" + why + ")"
 			}
 			p.logf("proxy: the decoder fell behind the traffic: %s not decoded so far, shown as gaps; forwarding goes on%s",
 				plural(dropped, "byte"), why)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
 
 	"github.com/spf13/cobra"
 )
@@ -18,9 +19,17 @@ import (
 type exitError struct {
 	code int
 	err  error
+	// quiet: the reason was already said (by a process of ours that
+	// exited with code).
+	quiet bool
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return "exit status " + strconv.Itoa(e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(format string, a ...any) error {
@@ -37,7 +46,9 @@ func main() {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		fmt.Fprintln(os.Stderr, "wiretap:", ee.err)
+		if !ee.quiet {
+			fmt.Fprintln(os.Stderr, "wiretap:", ee.err)
+		}
 		os.Exit(ee.code)
 	}
 	// Anything cobra itself rejects (unknown flag, wrong argument count) is
@@ -78,6 +89,15 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 	root.PersistentFlags().StringVar(&traceFile, "trace", "", "write an execution trace to `FILE` (for developers; go tool trace)")
 	root.PersistentFlags().MarkHidden("trace")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if isDecoderProcess() {
+			// A proxy's decoding process has its own files beside the
+			// forwarding process's.
+			for _, f := range []*string{&cpuProfile, &memProfile, &traceFile} {
+				if *f != "" {
+					*f += ".decoder"
+				}
+			}
+		}
 		if traceFile != "" {
 			fh, err := os.Create(traceFile)
 			if err != nil {

@@ -19,19 +19,20 @@ func init() { extraCommands = append(extraCommands, newProxyCmd) }
 
 func newProxyCmd() *cobra.Command {
 	var (
-		f        decodeFlags
-		listens  []string
-		ups      []string
-		certs    []string
-		keys     []string
-		w        writeFlags
-		headless bool
-		decBuf   int
-		memory   memoryFlag
-		upTLS    string
-		noInt    bool
-		faults   []string
-		decCPU   string
+		f         decodeFlags
+		listens   []string
+		ups       []string
+		certs     []string
+		keys      []string
+		w         writeFlags
+		headless  bool
+		decBuf    int
+		memory    memoryFlag
+		upTLS     string
+		noInt     bool
+		faults    []string
+		decCPU    string
+		inProcess bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ADDR --upstream ADDR [--tls-cert F --tls-key F] [--fault RULE] [-w OUT.pcapng] [--headless]",
@@ -125,6 +126,30 @@ live applies to connections accepted after it).`,
 					}
 				}
 			}
+			title := "proxy " + strings.Join(listens, ",")
+			if isDecoderProcess() {
+				return runDecoder(&f, headless, title, budget, decCPU == "all")
+			}
+			if !inProcess {
+				p := &proxy.Proxy{Routes: routes, DecodeBuffer: decBuf, NoIntercept: noInt,
+					Faults: set, Inspect: newInspector(&f, decodeAs)}
+				// What the decoding process would refuse is refused here,
+				// before anything listens.
+				if f.filter != "" {
+					if _, err := compileFilter(f.filter); err != nil {
+						return err
+					}
+				}
+				if w.redact && w.path == "" {
+					return usageErr("--redact: it applies to the -w file; give -w FILE")
+				}
+				if !headless {
+					if err := needTerminal(); err != nil {
+						return err
+					}
+				}
+				return runForwarder(p, set, headless, w, decCPU == "all")
+			}
 			var running atomic.Pointer[proxy.Proxy]
 			src := func(ctx context.Context, h capture.Handler, _ func(*capture.Packet)) error {
 				p := &proxy.Proxy{Routes: routes, Handler: h, Log: logf, DecodeBuffer: decBuf, NoIntercept: noInt,
@@ -145,7 +170,7 @@ live applies to connections accepted after it).`,
 				o.Err = mergeErrs(o.Err, logs)
 				o.Faults = faultControl{set}
 			}
-			return liveRun(&f, headless, "proxy "+strings.Join(listens, ","), w, true, src, proxyLog, budget)
+			return liveRun(&f, headless, title, w, true, src, proxyLog, budget)
 		},
 	}
 	cmd.Flags().StringArrayVar(&listens, "listen", nil, "address to accept clients on (repeatable)")
@@ -159,6 +184,8 @@ live applies to connections accepted after it).`,
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
 	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoder may take: spare (what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (as much as it needs, taken from the traffic)")
+	cmd.Flags().BoolVar(&inProcess, "decode-in-process", false, "decode in the forwarding process, as before the split (for comparisons)")
+	cmd.Flags().MarkHidden("decode-in-process")
 	memory.register(cmd)
 	f.register(cmd)
 	return cmd

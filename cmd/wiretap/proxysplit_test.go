@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// decoderPid is the proxy's decoding process: its one child.
+func decoderPid(t *testing.T, pid int) int {
+	t.Helper()
+	var kids []string
+	waitFor(t, "the decoding process", func() bool {
+		// Each thread lists the children it forked.
+		tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+		if err != nil {
+			t.Skipf("no /proc (%v): not Linux", err)
+		}
+		kids = kids[:0]
+		for _, task := range tasks {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "children"))
+			kids = append(kids, strings.Fields(string(b))...)
+		}
+		return len(kids) > 0
+	})
+	if len(kids) != 1 {
+		t.Fatalf("the proxy has children %v, want one decoding process", kids)
+	}
+	n, err := strconv.Atoi(kids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// threadNices returns the niceness of each thread of process pid
+// (proc(5): field 19 of stat, after the command in parentheses).
+func threadNices(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nices []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "stat"))
+		if err != nil {
+			continue // a thread that just ended
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		n, err := strconv.Atoi(fields[16]) // field 19 of the whole line
+		if err != nil {
+			t.Fatalf("stat %q: %v", s, err)
+		}
+		nices = append(nices, n)
+	}
+	return nices
+}
+
+// TestProxyDecodesInAProcessOfItsOwn: the proxy forwards in the process
+// the user started and decodes in a second one at the lowest priority
+// (--decode-cpu spare) or the default one (all); a decoding process that
+// does not run at all (stopped) delays no client, and once it runs again
+// it shows the whole session.
+func TestProxyDecodesInAProcessOfItsOwn(t *testing.T) {
+	am, amAddr := amqpPeer(t)
+	for _, tc := range []struct {
+		cpu  string
+		nice int
+	}{{"spare", decoderNice}, {"all", 0}} {
+		t.Run(tc.cpu, func(t *testing.T) {
+			listen := freePort(t)
+			out := &syncBuffer{}
+			proxy, _, stderr := startBin(t, listen, out, "proxy", "--headless", "--decode-cpu", tc.cpu, "--listen", listen, "--upstream", amAddr)
+			dec := decoderPid(t, proxy.Process.Pid)
+			// It sets its threads' priority as it starts.
+			waitFor(t, "every thread of the decoding process at niceness "+strconv.Itoa(tc.nice), func() bool {
+				for _, n := range threadNices(t, dec) {
+					if n != tc.nice {
+						return false
+					}
+				}
+				return true
+			})
+			for _, n := range threadNices(t, proxy.Process.Pid) {
+				if n != 0 {
+					t.Fatalf("a thread of the forwarding process has niceness %d, want 0", n)
+				}
+			}
+
+			// The decoding process stopped: the client's session goes
+			// through all the same.
+			if err := syscall.Kill(dec, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			stopped := true
+			defer func() {
+				if stopped {
+					syscall.Kill(dec, syscall.SIGCONT)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			conn, err := amqp.DialConfig(via(am, listen), amqp.Config{Dial: amqp.DefaultDial(30 * time.Second)})
+			if err != nil {
+				t.Fatalf("client through the proxy, its decoder stopped: %v", err)
+			}
+			ch, err := conn.Channel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := ch.QueueDeclare("", false, true, true, false, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ch.PublishWithContext(ctx, "", q.Name, false, false, amqp.Publishing{Body: []byte("while the decoder was stopped")}); err != nil {
+				t.Fatal(err)
+			}
+			for ok := false; !ok; {
+				if _, ok, err = ch.Get(q.Name, true); err != nil {
+					t.Fatal(err)
+				}
+				if ctx.Err() != nil {
+					t.Fatal("the message never came back through the proxy")
+				}
+			}
+			if err := conn.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.String(); got != "" {
+				t.Fatalf("a stopped decoding process printed %q", got)
+			}
+
+			syscall.Kill(dec, syscall.SIGCONT)
+			stopped = false
+			waitFor(t, "the session's units", func() bool { return strings.Contains(out.String(), "Connection.Close-Ok") })
+			proxy.Process.Signal(syscall.SIGINT)
+			if err := proxy.Wait(); err != nil {
+				t.Fatalf("proxy: %v; stderr %s", err, stderr.String())
+			}
+			for _, want := range []string{"Basic.Publish", "Basic.Get-Ok", "Content-Body len=29"} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("the output lacks %q:\n%s", want, out.String())
+				}
+			}
+			if strings.Contains(out.String(), "decoder behind") {
+				t.Errorf("bytes were dropped for a session that fits the buffers:\n%s", out.String())
+			}
+			// The decoding process is gone with the proxy.
+			if err := syscall.Kill(dec, 0); err == nil {
+				if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(dec), "stat")); !strings.Contains(string(b), ") Z ") {
+					t.Errorf("the decoding process %d outlived the proxy", dec)
+				}
+			}
+		})
+	}
+}
