@@ -23,6 +23,11 @@
 #   MODES="direct socat headless" ...               socat: the same hop through
 #                                                   socat(1), a forwarder that decodes
 #                                                   nothing: what any proxy costs here
+#   MODES="direct copy headless tui" ...            copy: internal/copyproxy, the least
+#                                                   a Go proxy does (read, write)
+#   MODES="direct headless headless-inproc" ...     *-inproc: the proxy decoding in its
+#                                                   own process (--decode-in-process), as
+#                                                   before the decoding process
 #
 # The goal: throughput within 10% of direct and under 200 µs of
 # added p99. Publishers are unlimited by default (PerfTest's default), so
@@ -114,6 +119,7 @@ stop_proxy() {
 }
 trap cleanup EXIT
 go build -o "$work/wiretap" ./cmd/wiretap
+go build -o "$work/copyproxy" ./internal/copyproxy
 
 wait_port() {
 	for _ in $(seq 300); do
@@ -140,9 +146,14 @@ start_proxy() { # MODE
 	fi
 	case $1 in
 	*-all) extra=(--decode-cpu all) ;;
+	*-inproc) extra=(--decode-in-process) ;;
 	esac
 	: >"$work/proxy.err"
 	case $1 in
+	copy)
+		"${nice_cmd[@]}" "$work/copyproxy" "127.0.0.1:$PORT" "$hostport" 2>"$work/proxy.err" &
+		proxy_pid=$!
+		;;
 	socat)
 		"${nice_cmd[@]}" socat "TCP-LISTEN:$PORT,bind=127.0.0.1,reuseaddr,fork,nodelay" "TCP:$hostport,nodelay" 2>"$work/proxy.err" &
 		proxy_pid=$!
@@ -191,7 +202,7 @@ run() { # MODE -> "receive_rate p99_us decoded_share" in $work/result
 	fi
 	stop_proxy
 	# A baseline binary may not say what it did not decode.
-	if [ "$mode" != direct ] && [ "$mode" != socat ] && [[ $mode != *-base ]]; then share=$(decoded_share); fi
+	if [ "$mode" != direct ] && [ "$mode" != socat ] && [ "$mode" != copy ] && [[ $mode != *-base ]]; then share=$(decoded_share); fi
 	if [ -n "$ok" ]; then
 		tail -1 "$f" | python3 -c 'import json,sys; s=json.load(sys.stdin)["summary"]; print(int(s["receive_rate"]), s["consumer_latency"]["p99_us"], sys.argv[1])' "$share" >"$work/result"
 	else
