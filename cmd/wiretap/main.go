@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -43,6 +45,12 @@ func main() {
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return
+	}
+	var se *signalExit
+	if errors.As(err, &se) {
+		signal.Reset(se.sig)
+		syscall.Kill(os.Getpid(), se.sig)
+		os.Exit(128 + int(se.sig)) // not reached unless the signal is blocked
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {

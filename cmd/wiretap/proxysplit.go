@@ -176,9 +176,16 @@ func (fw *forwarder) finish() error {
 	<-fw.exited
 	fw.ctl.Close()
 	var ee *exec.ExitError
-	if errors.As(fw.waitErr, &ee) && ee.ExitCode() > 0 {
-		// The decoding process said why on stderr.
-		return &exitError{code: ee.ExitCode(), quiet: true}
+	if errors.As(fw.waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// Killed by a signal (SIGPIPE: stdout closed by `| head`): so
+			// is the proxy, as a proxy in one process would have been.
+			return &signalExit{sig: ws.Signal()}
+		}
+		if ee.ExitCode() > 0 {
+			// The decoding process said why on stderr.
+			return &exitError{code: ee.ExitCode(), quiet: true}
+		}
 	}
 	if fw.waitErr != nil {
 		return inputErr(fmt.Errorf("the decoding process: %w", fw.waitErr))
@@ -298,6 +305,12 @@ func runDecoder(f *decodeFlags, headless bool, title string, budget func(*tui.Op
 	}
 	return liveRun(f, headless, title, writeFlags{}, true, src, opts, budget)
 }
+
+// signalExit ends wiretap by the signal that ended its decoding process,
+// once everything else is done (main raises it).
+type signalExit struct{ sig syscall.Signal }
+
+func (e *signalExit) Error() string { return "the decoding process: " + e.sig.String() }
 
 // faultRequest and faultResponse are the control socket's messages, one
 // JSON object a line.
