@@ -163,3 +163,39 @@ func TestProxyDecodesInAProcessOfItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyDecodeInProcess: the hidden --decode-in-process keeps the
+// proxy in one process (for comparisons), decoding as the split one does.
+func TestProxyDecodeInProcess(t *testing.T) {
+	am, amAddr := amqpPeer(t)
+	listen := freePort(t)
+	out := &syncBuffer{}
+	proxy, _, stderr := startBin(t, listen, out, "proxy", "--headless", "--decode-in-process", "--listen", listen, "--upstream", amAddr)
+	conn, err := amqp.DialConfig(via(am, listen), amqp.Config{Dial: amqp.DefaultDial(30 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Publish("", "no-such-queue", false, false, amqp.Publishing{Body: []byte("one process")}); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	waitFor(t, "the session's units", func() bool { return strings.Contains(out.String(), "Connection.Close-Ok") })
+	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(proxy.Process.Pid), "task"))
+	for _, tk := range tasks {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(proxy.Process.Pid), "task", tk.Name(), "children"))
+		if len(strings.Fields(string(b))) > 0 {
+			t.Fatalf("--decode-in-process started a process: %s", b)
+		}
+	}
+	proxy.Process.Signal(syscall.SIGINT)
+	if err := proxy.Wait(); err != nil {
+		t.Fatalf("proxy: %v; stderr %s", err, stderr.String())
+	}
+	if !strings.Contains(out.String(), "Basic.Publish") {
+		t.Errorf("no Basic.Publish in:\n%s", out.String())
+	}
+}
