@@ -20,8 +20,11 @@
 // [Proxy.DecodeAnyCPU], it is paced ([capture.PaceDecoder]) to what the
 // machine can spare, and on a busy machine it falls behind (gaps, a line
 // on [Proxy.Log] when it does and when it has caught up, and
-// [Proxy.DecodeStats] for the total).
+// [Proxy.DecodeStats] for the total). The handler may also be a
+// [relay.Writer] to a decoder in another process, as wiretap's command
+// does: pacing then comes from that process's lower priority.
 //
+// [relay.Writer]: https://pkg.go.dev/github.com/wiretap-dev/wiretap/capture/relay#Writer
 // [Proxy.Faults] injects faults ([Fault], read by [ParseFault]): delays,
 // throttles, cuts after a number of bytes, and, judged frame by frame on
 // the forwarding path, cuts, drops and corruptions of the frames a display

@@ -52,6 +52,11 @@ CA, made on first use ('wiretap ca' shows where it is, to trust it).
 client that asked for TLS and uses TLS when the server accepts; an
 upstream written tls://host:port is reached over TLS.
 
+The proxy is two processes: the one started forwards, and a second one,
+the same binary, decodes and prints or runs the TUI, at the lowest
+priority (--decode-cpu), so that neither decoding nor the screen can
+delay the traffic.
+
 Connections the proxy could not complete (an upstream that refused, a TLS
 handshake that failed) and resets are units of type "proxy" on their
 connection, and lines on stderr (the TUI's status line).
@@ -183,7 +188,7 @@ live applies to connections accepted after it).`,
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
-	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoder may take: spare (what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (as much as it needs, taken from the traffic)")
+	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoding process may take: spare (nice 19: what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (the default priority: as much as it needs, taken from the traffic)")
 	cmd.Flags().BoolVar(&inProcess, "decode-in-process", false, "decode in the forwarding process, as before the split (for comparisons)")
 	cmd.Flags().MarkHidden("decode-in-process")
 	memory.register(cmd)
