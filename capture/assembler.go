@@ -29,8 +29,13 @@ type Assembler struct {
 	// buffered counts out-of-order bytes held for all connections.
 	buffered int
 
-	seg       segment
-	free      [][]byte // buffers for held segments
+	seg  segment
+	free [][]byte // buffers for held segments
+	// stable says the packets' bytes stay valid and unchanged for the
+	// whole run (a capture file mapped in memory, see [Input.Stable]):
+	// out-of-order segments are then held as the packets' bytes, not
+	// copied, so every byte handed to the handler is stable too.
+	stable    bool
 	defrag    *ip4defrag.IPv4Defragmenter
 	fragments int // fragments since the last discard of stale ones
 	// datagrams mirrors the incomplete IPv4 datagrams the defragmenter
@@ -301,7 +306,9 @@ func (a *Assembler) deliver(c *conn, d int, seq uint32, data []byte, missing int
 	}
 	if len(data) > 0 {
 		h.next += uint32(len(data))
-		a.h.Data(&c.flow, fromA, data, t)
+		// The capacity is cut: a handler appending to data must not
+		// write into the packet's other bytes (nor a read-only mapping).
+		a.h.Data(&c.flow, fromA, data[:len(data):len(data)], t)
 	}
 	if missing > 0 {
 		h.next += uint32(missing)
@@ -371,13 +378,17 @@ const (
 )
 
 func (a *Assembler) recycle(b []byte) {
-	if cap(b) == freeBufferBytes && len(a.free) < maxFreeBuffers {
+	if !a.stable && cap(b) == freeBufferBytes && len(a.free) < maxFreeBuffers {
 		a.free = append(a.free, b[:0])
 	}
 }
 
-// clone copies data into a reused buffer when it fits one.
+// clone copies data into a reused buffer when it fits one; stable data
+// is kept as it is (its capacity cut, so that nothing appends to it).
 func (a *Assembler) clone(data []byte) []byte {
+	if a.stable {
+		return data[:len(data):len(data)]
+	}
 	if len(data) > freeBufferBytes {
 		return slices.Clone(data)
 	}

@@ -32,8 +32,11 @@ type Flow struct {
 // Calls for one source come from one goroutine, in capture order.
 type Handler interface {
 	// Data delivers the next in-order bytes from A (fromA) or from B.
-	// data is only valid during the call. t is the capture time of the
-	// packet that made the bytes available in order.
+	// data is only valid during the call, unless the source says its
+	// bytes are stable (see [Input.Stable]): they are then valid and
+	// unchanged as long as the source is open. Either way, nothing may
+	// write to them. t is the capture time of the packet that made the
+	// bytes available in order.
 	Data(f *Flow, fromA bool, data []byte, t time.Time)
 	// Gap reports that n bytes (n < 0: an unknown number) were lost in that
 	// direction: a segment missing from the capture, or cut by the snap

@@ -55,7 +55,10 @@ type ngInterface struct {
 
 // ngReader reads packet records from a pcapng stream.
 type ngReader struct {
-	r     *bufio.Reader
+	r *bufio.Reader
+	// mem, when not nil, is the whole file mapped in memory, read
+	// instead of r: blocks are then slices of it, valid as long as it is.
+	mem   []byte
 	order binary.ByteOrder
 	// off is the offset in the stream of the next block.
 	off    int64
@@ -103,7 +106,15 @@ func hex32(v uint32) string {
 
 // newNgReader reads the first section header block.
 func newNgReader(br *bufio.Reader) (*ngReader, error) {
-	r := &ngReader{r: br, buf: make([]byte, 0, 64<<10)}
+	return (&ngReader{r: br, buf: make([]byte, 0, 64<<10)}).start()
+}
+
+// newNgReaderMem is newNgReader over a file mapped in memory.
+func newNgReaderMem(mem []byte) (*ngReader, error) {
+	return (&ngReader{mem: mem}).start()
+}
+
+func (r *ngReader) start() (*ngReader, error) {
 	typ, body, err := r.block()
 	if err != nil {
 		return nil, err
@@ -119,8 +130,17 @@ func newNgReader(br *bufio.Reader) (*ngReader, error) {
 // the next call).
 func (r *ngReader) block() (uint32, []byte, error) {
 	var head [12]byte
-	n, err := io.ReadFull(r.r, head[:8])
-	if err != nil {
+	var mem []byte // in memory: the rest of the file
+	if r.mem != nil {
+		mem = r.mem[r.off:]
+		if len(mem) == 0 {
+			return 0, nil, io.EOF
+		}
+		if len(mem) < 8 {
+			return 0, nil, io.ErrUnexpectedEOF
+		}
+		copy(head[:8], mem)
+	} else if n, err := io.ReadFull(r.r, head[:8]); err != nil {
 		if n == 0 && err == io.EOF {
 			return 0, nil, io.EOF
 		}
@@ -130,7 +150,12 @@ func (r *ngReader) block() (uint32, []byte, error) {
 	if binary.LittleEndian.Uint32(head[:4]) == ngBlockSHB { // a palindrome
 		// A section header sets the byte order of what follows it,
 		// itself included: read its byte-order magic first.
-		if _, err := io.ReadFull(r.r, head[8:12]); err != nil {
+		if mem != nil {
+			if len(mem) < 12 {
+				return 0, nil, io.ErrUnexpectedEOF
+			}
+			copy(head[8:12], mem[8:])
+		} else if _, err := io.ReadFull(r.r, head[8:12]); err != nil {
 			return 0, nil, io.ErrUnexpectedEOF
 		}
 		switch {
@@ -157,6 +182,12 @@ func (r *ngReader) block() (uint32, []byte, error) {
 		return 0, nil, &ngFormatError{off, "block type " + hex32(typ) + " has a bogus length " + strconv.FormatUint(uint64(length), 10) + " (over the " + strconv.Itoa(maxNgBlock) + " bytes a block may have)"}
 	}
 	rest := int(length) - read // body and trailing length
+	if mem != nil {
+		if len(mem)-read < rest {
+			return 0, nil, io.ErrUnexpectedEOF
+		}
+		return r.finish(off, typ, length, [4]byte(head[8:12]), mem[read:read+rest:read+rest])
+	}
 	// Read in doubling steps, so that a length claiming 32 MiB at the end
 	// of a short file costs what the file holds, not 32 MiB.
 	b := r.buf[:0]
@@ -173,13 +204,22 @@ func (r *ngReader) block() (uint32, []byte, error) {
 		}
 	}
 	r.buf = b[:0]
+	return r.finish(off, typ, length, [4]byte(head[8:12]), b)
+}
+
+// finish checks the trailing length of the block at off, whose bytes
+// after its header are b, and returns its body (a section header's
+// with its byte-order magic in front).
+func (r *ngReader) finish(off int64, typ, length uint32, magic [4]byte, b []byte) (uint32, []byte, error) {
+	rest := len(b)
 	r.off += int64(length)
 	if trail := r.order.Uint32(b[rest-4:]); trail != length {
 		return 0, nil, &ngFormatError{off, "block type " + hex32(typ) + ": length " + strconv.FormatUint(uint64(length), 10) + " at its start but " + strconv.FormatUint(uint64(trail), 10) + " at its end"}
 	}
 	body := b[:rest-4]
 	if typ == ngBlockSHB {
-		body = append(head[8:12:12], body...) // rare: keep the magic in the body
+		// Rare: keep the magic in the body, in bytes of its own.
+		body = append(append(make([]byte, 0, 4+len(body)), magic[:]...), body...)
 	}
 	return typ, body, nil
 }
@@ -331,7 +371,9 @@ func (r *ngReader) next() (data []byte, t time.Time, length int, link layers.Lin
 		if typ != ngBlockSPB {
 			t = in.time(ts)
 		}
-		return body[:caplen], t, length, in.link, nil
+		// The capacity is cut: a caller that appends to a packet must
+		// not write into the next block (nor into a read-only mapping).
+		return body[:caplen:caplen], t, length, in.link, nil
 	}
 }
 
