@@ -12,7 +12,8 @@ import (
 //
 // A Decoder never blocks, never panics on input, and bounds what it buffers
 // (see [Options]). Data passed to Feed is only valid during the call: a
-// decoder that needs bytes later copies them.
+// decoder that needs bytes later copies them, unless the input is stable
+// (Options.StableInput). Either way, a decoder never writes to it.
 type Decoder interface {
 	// Feed gives the decoder the next bytes of direction dir; t is the
 	// capture time of the packet that carried them.
@@ -55,6 +56,19 @@ type Options struct {
 	// PgCompression lets the PostgreSQL decoder know compression was
 	// negotiated out of band; normally it is detected from the stream.
 	PgCompression bool
+	// StableInput says that every byte given to Feed stays valid and
+	// unchanged for the life of the run (a capture file mapped in
+	// memory: capture.Input.Stable): a unit whose bytes lie wholly in
+	// what one Feed call was given then keeps them as they are, in its
+	// Raw, its message and what is assembled from it, instead of
+	// copying them. Such bytes are not decoder memory and are not
+	// charged to the Budget. Bytes a decoder makes itself (a frame
+	// gathered across Feed calls, a decompressed message) and a unit
+	// whose Raw is redacted in place (credentials) are its own, as
+	// without it. The units then refer to the caller's input, which
+	// must outlive them: a sink that keeps units for longer (a store
+	// that freezes them) leaves it unset.
+	StableInput bool
 }
 
 // Default limits.

@@ -70,6 +70,18 @@ func (p *Pieces) Add(q []byte, shared bool, limit int, h *Hold, a *Account, owne
 	return true
 }
 
+// AddRef appends q, which is stable input (see Options.StableInput):
+// kept as it is, it costs no memory of the decoder's, and is charged
+// nothing.
+func (p *Pieces) AddRef(q []byte) {
+	if len(q) == 0 {
+		return
+	}
+	p.list = append(p.list, q[:len(q):len(q)])
+	p.ownedLast = false
+	p.n += len(q)
+}
+
 // Len is the number of bytes kept.
 func (p *Pieces) Len() int { return p.n }
 

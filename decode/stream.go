@@ -9,12 +9,22 @@ package decode
 //
 // When nothing is buffered, Push returns data itself, so a stream whose
 // segments hold whole frames is decoded without copying.
+//
+// A decoder that knows the size of the unit its buffered bytes begin
+// says so with Want. Push then grows the buffer to that size at once,
+// and, for stable input (Options.StableInput), Split cuts from the next
+// data what completes that unit: fed alone, it makes the buffer exactly
+// the unit, whose bytes the decoder may Take; the rest is then fed with
+// nothing buffered, so its units keep the input's bytes.
 type Stream struct {
 	buf []byte
 	// Pos is the stream offset of the first byte Push will return.
 	Pos int64
 	// hold charges what is buffered to the memory budget (see Reserve).
 	hold Hold
+	// want is the size of the unit the buffered bytes begin, when the
+	// decoder said it since the last Push (0: not known).
+	want int
 }
 
 // Reserve charges n bytes, what the stream is about to keep (or the size
@@ -31,11 +41,49 @@ func (s *Stream) Reserve(a *Account, n int) bool {
 // Push returns the buffered bytes followed by data. The result is valid
 // until the next call to Keep or Reset.
 func (s *Stream) Push(data []byte) []byte {
+	want := s.want
+	s.want = 0
 	if len(s.buf) == 0 {
 		return data
 	}
+	// Grown to the unit's size at once rather than by append's steps
+	// (each a copy of all buffered), when that is at most twice what is
+	// then held: a unit's claimed size allocates nothing before its
+	// bytes come.
+	if n := len(s.buf) + len(data); n > cap(s.buf) && want >= n && want <= 2*n {
+		s.buf = append(make([]byte, 0, want), s.buf...)
+	}
 	s.buf = append(s.buf, data...)
 	return s.buf
+}
+
+// Want says that the bytes about to be kept (see Keep) begin a unit of n
+// bytes in all. It holds until the next Push.
+func (s *Stream) Want(n int) { s.want = n }
+
+// Split cuts data, the next bytes of the stream, in two: head completes
+// the unit the buffered bytes begin (see Want), rest follows it. head is
+// empty when nothing is buffered, the unit's size is not known, or data
+// does not hold more than the rest of the unit.
+func (s *Stream) Split(data []byte) (head, rest []byte) {
+	n := s.want - len(s.buf)
+	if len(s.buf) == 0 || s.want <= 0 || n <= 0 || n >= len(data) {
+		return nil, data
+	}
+	return data[:n:n], data[n:]
+}
+
+// Peek returns the buffered bytes (not to be modified, valid until the
+// next Push, Keep or Reset).
+func (s *Stream) Peek() []byte { return s.buf }
+
+// Take hands over the bytes the last Push returned, all of them one
+// unit's: the caller owns them from now on, and the stream starts a
+// buffer of its own for what it keeps next.
+func (s *Stream) Take() []byte {
+	b := s.buf[:len(s.buf):len(s.buf)]
+	s.buf = nil
+	return b
 }
 
 // Keep records that the bytes of the last Push were consumed up to tail,

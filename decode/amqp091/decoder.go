@@ -89,6 +89,12 @@ type Decoder struct {
 	// it weighs 2.5 KB and a hostile capture opens 60k connections that
 	// never send one.
 	md *MethodDecoder
+	// in is the buffer being parsed, and how its units keep their bytes
+	// (see Options.StableInput): ref, as slices of it (the caller's
+	// stable input); take, the stream's buffer holding exactly one unit,
+	// as that buffer (see keep).
+	in        []byte
+	ref, take bool
 }
 
 type direction struct {
@@ -209,10 +215,35 @@ func (a *assembly) Evict(_ *decode.Hold, why string) {
 
 // Feed implements decode.Decoder.
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	if d.opt.StableInput {
+		// The frame a previous call left incomplete is completed on its
+		// own, so that the frames after it are parsed in data itself.
+		if head, rest := d.dirs[dir&1].s.Split(data); len(head) > 0 && d.completes(dir&1, head) {
+			d.feed(dir, head, t)
+			data = rest
+		}
+	}
+	d.feed(dir, data, t)
+}
+
+// completes reports whether head, the bytes that complete the frame
+// buffered for dir, makes it one that parse takes whole, as it would
+// have in head and what follows it together: its size is still within
+// the limit (a tune-ok may have lowered it since) and it ends with the
+// frame-end octet. Otherwise head is not fed apart.
+func (d *Decoder) completes(dir decode.Dir, head []byte) bool {
+	h, ok := PeekFrameHead(d.dirs[dir].s.Peek())
+	return ok && d.dirs[dir].synced && h.Type.Valid() && uint64(h.Size) <= uint64(d.limit()) && head[len(head)-1] == FrameEnd
+}
+
+func (d *Decoder) feed(dir decode.Dir, data []byte, t time.Time) {
 	d.lastFed = t
 	ds := &d.dirs[dir&1]
+	stable := d.opt.StableInput && ds.s.Buffered() == 0
 	buf := ds.s.Push(data)
+	d.in, d.ref, d.take = buf, stable, d.opt.StableInput && !stable
 	n := d.parse(dir&1, buf, t, false)
+	d.in, d.ref, d.take = nil, false, false
 	rest := buf[n:]
 	if len(rest) > d.opt.MaxBuffered {
 		// Cannot happen with sane limits (frames are bounded by MaxFrame and
@@ -370,6 +401,7 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time, atEnd bool) int
 		}
 		n := FrameOverhead + int(h.Size)
 		if len(rest) < n {
+			ds.s.Want(n)
 			return off
 		}
 		if rest[n-1] != FrameEnd {
@@ -537,6 +569,12 @@ func nextSlab(next *int, limit int) int {
 }
 
 func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *decode.Unit {
+	return d.unitOf(dir, pos, raw, t, false)
+}
+
+// unitOf is unit, its bytes copied when own is set (they are to be
+// redacted in place) or when they are not stable (see keep).
+func (d *Decoder) unitOf(dir decode.Dir, pos int64, raw []byte, t time.Time, own bool) *decode.Unit {
 	if len(d.units) == 0 {
 		d.units = make([]decode.Unit, nextSlab(&d.unitsNext, unitSlab))
 	}
@@ -546,9 +584,33 @@ func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *deco
 	// whole Unit, which costs a bulk write barrier.
 	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP091
 	u.SetTime(t)
-	u.Offset, u.Len, u.Raw = pos, len(raw), d.carve(raw)
+	u.Offset, u.Len = pos, len(raw)
+	if own {
+		u.Raw = d.carve(raw)
+	} else {
+		u.Raw = d.keep(dir, raw)
+	}
 	return u
 }
+
+// keep returns the bytes a unit keeps of raw, part of the buffer being
+// parsed: raw itself when that is stable input; the stream's buffer,
+// taken over, when raw is all of it and large (it is then the frame a
+// Feed completed on its own, gathered in a buffer that is never used
+// again); a copy otherwise.
+func (d *Decoder) keep(dir decode.Dir, raw []byte) []byte {
+	switch {
+	case d.ref:
+		return raw[:len(raw):len(raw)]
+	case d.take && len(raw) > rawCarved && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
+		return d.dirs[dir&1].s.Take()
+	}
+	return d.carve(raw)
+}
+
+// stable reports whether a unit's bytes are the caller's stable input:
+// kept, they cost the decoder nothing.
+func (d *Decoder) stable() bool { return d.ref }
 
 // text returns the summary in s as a string carved from the byte slab; s
 // becomes the scratch buffer for the next one.
@@ -630,7 +692,10 @@ func dissectProtocolHeader(u *decode.Unit) []*decode.Field {
 }
 
 func (d *Decoder) emitFrame(dir decode.Dir, pos int64, raw []byte, h FrameHead, t time.Time) {
-	u := d.unit(dir, pos, raw, t)
+	// The connection class's methods carry the credentials that
+	// redactSecrets overwrites in Raw: theirs is a copy.
+	own := h.Type == FrameMethod && len(raw) >= FrameHeaderSize+2 && binary.BigEndian.Uint16(raw[FrameHeaderSize:]) == ClassConnection
+	u := d.unitOf(dir, pos, raw, t, own)
 	u.Channel, u.HasChannel = h.Channel, true
 	u.Dissect = dissectFrame
 	payload := u.Raw[FrameHeaderSize : len(u.Raw)-1]
@@ -844,7 +909,11 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			if a.bodySize > before && a.bodySize-before < uint64(rest) {
 				rest = int(a.bodySize - before)
 			}
-			if a.body.Add(p[:k], len(u.Raw) > rawCarved, rest, &a.hold, d.acct, a) {
+			if d.stable() {
+				a.body.AddRef(p[:k])
+				d.inflight += k
+				a.cut = a.cut || room < len(p)
+			} else if a.body.Add(p[:k], len(u.Raw) > rawCarved, rest, &a.hold, d.acct, a) {
 				d.inflight += k
 				a.cut = a.cut || room < len(p)
 			} else {

@@ -8,6 +8,7 @@ import (
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/output"
 	"github.com/wiretap-dev/wiretap/internal/findcheck"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
 )
 
 // FuzzParseFrame checks that any input either parses into a frame whose
@@ -99,17 +100,25 @@ func FuzzDecoder(f *testing.F) {
 		opt.MaxMessage = 1 << 12
 		var units []*decode.Unit
 		d := New(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) { units = append(units, u) })
+		var calls []stablecheck.Call
 		for _, dir := range []decode.Dir{decode.DirF, decode.DirB} {
 			for off := 0; off < len(data); off += int(chunk) {
 				end := min(off+int(chunk), len(data))
 				if gapAt != 0 && off <= int(gapAt) && int(gapAt) < end {
 					d.Feed(dir, data[off:gapAt], t0)
 					d.Gap(dir, 5, t0)
+					calls = append(calls, stablecheck.Call{Dir: dir, Data: data[off:gapAt]}, stablecheck.Call{Dir: dir, N: 5, IsGap: true})
 					continue
 				}
 				d.Feed(dir, data[off:end], t0)
+				calls = append(calls, stablecheck.Call{Dir: dir, Data: data[off:end]})
 			}
 			d.End(dir, t0)
+			calls = append(calls, stablecheck.Call{Dir: dir, End: true})
+		}
+		// With stable input, the same units, the input never written.
+		if err := stablecheck.Check(New, *opt, calls); err != nil {
+			t.Fatal(err)
 		}
 		for _, u := range units {
 			if u.Len < len(u.Raw) || u.Offset < 0 || u.Offset+int64(u.Len) > int64(len(data))+5 {

@@ -31,6 +31,12 @@ type Decoder struct {
 	secSlab            []Section
 	ckSlab             []decode.Checksum
 	msgSlab            []CompletedMessage
+	// in is the buffer being parsed, and how its units keep their bytes
+	// (see Options.StableInput): ref, as slices of it (the caller's
+	// stable input); take, the stream's buffer holding exactly one
+	// frame, as that buffer (see keep).
+	in        []byte
+	ref, take bool
 }
 
 // Slab sizes: units from 8 doubling to 64 a slab, bytes from 1 KiB
@@ -161,13 +167,43 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 
 // Feed decodes the next bytes of direction dir.
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	if d.opt.StableInput {
+		// The frame a previous call left incomplete is completed on its
+		// own, so that the frames after it are parsed in data itself.
+		if head, rest := d.dirs[dir&1].s.Split(data); len(head) > 0 && d.completes(dir&1) {
+			d.feed(dir, head, t)
+			data = rest
+		}
+	}
+	d.feed(dir, data, t)
+}
+
+// completes reports whether the frame buffered for dir is one that
+// next takes whole once its bytes are there, as it would have with
+// what follows them: the direction is decoded and in sync, and the
+// buffered bytes begin a frame header. Otherwise its rest is not fed
+// apart.
+func (d *Decoder) completes(dir decode.Dir) bool {
+	st := &d.dirs[dir]
+	b := st.s.Peek()
+	if st.opaque || st.resync || len(b) < FrameHeaderLen || (b[0] == 'A' && b[1] == 'M' && b[2] == 'Q' && b[3] == 'P') {
+		return false
+	}
+	size, err := ParseFrameHeader(b, 0)
+	return err == nil && uint64(size) <= uint64(d.opt.MaxFrame)
+}
+
+func (d *Decoder) feed(dir decode.Dir, data []byte, t time.Time) {
 	d.last = t
 	st := &d.dirs[dir&1]
 	if st.opaque {
 		st.s.Pos += int64(len(data))
 		return
 	}
+	stable := d.opt.StableInput && st.s.Buffered() == 0
 	buf := st.s.Push(data)
+	d.in, d.ref, d.take = buf, stable, d.opt.StableInput && !stable
+	defer d.done()
 	off := 0
 	if st.resync {
 		i := findFrame(buf, d.opt.MaxFrame)
@@ -231,6 +267,7 @@ func (d *Decoder) next(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 		return 0
 	}
 	if uint64(len(b)) < uint64(size) {
+		st.s.Want(int(size))
 		return 0
 	}
 	d.frame(dir, st, b[:size], pos, t)
@@ -255,19 +292,32 @@ func (d *Decoder) fail(dir decode.Dir, st *direction, b []byte, pos int64, t tim
 }
 
 func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time) *decode.Unit {
+	return d.unitOf(dir, raw, pos, t, false)
+}
+
+// done ends the parse of the buffer feed gave the units.
+func (d *Decoder) done() { d.in, d.ref, d.take = nil, false, false }
+
+// unitOf is unit, its bytes copied when own is set (they are to be
+// redacted in place) or when they are not stable: see the cases below.
+func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own bool) *decode.Unit {
 	var u *decode.Unit
 	var cp []byte
-	if len(raw) > rawCarved {
+	switch {
+	case d.ref && !own:
+		// Stable input: the unit keeps the caller's bytes, and so holds
+		// no memory of the decoder's: from the slab.
+		u, cp = d.slabUnit(), raw[:len(raw):len(raw)]
+	case d.take && !own && len(raw) > rawCarved && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
+		// The frame a Feed completed on its own, gathered in the
+		// stream's buffer, which is never used again: taken over.
+		u, cp = new(decode.Unit), d.dirs[dir&1].s.Take()
+	case len(raw) > rawCarved:
 		// A unit with bytes of its own is allocated alone, so that it
 		// never holds a neighbour's large bytes in memory, nor they it.
 		u, cp = new(decode.Unit), append([]byte(nil), raw...)
-	} else {
-		if len(d.unitSlab) == 0 {
-			d.unitsNext = min(max(2*d.unitsNext, 8), unitSlabMax)
-			d.unitSlab = make([]decode.Unit, d.unitsNext)
-		}
-		u = &d.unitSlab[0]
-		d.unitSlab = d.unitSlab[1:]
+	default:
+		u = d.slabUnit()
 		if cap(d.raw)-len(d.raw) < len(raw) {
 			d.rawNext = min(max(2*d.rawNext, 1<<10), rawSlabMax)
 			d.raw = make([]byte, 0, max(d.rawNext, len(raw)))
@@ -281,6 +331,17 @@ func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time) *deco
 	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP10
 	u.Offset, u.Len, u.Raw = pos, len(raw), cp
 	u.SetTime(t)
+	return u
+}
+
+// slabUnit returns a fresh unit carved from the unit slab.
+func (d *Decoder) slabUnit() *decode.Unit {
+	if len(d.unitSlab) == 0 {
+		d.unitsNext = min(max(2*d.unitsNext, 8), unitSlabMax)
+		d.unitSlab = make([]decode.Unit, d.unitsNext)
+	}
+	u := &d.unitSlab[0]
+	d.unitSlab = d.unitSlab[1:]
 	return u
 }
 
@@ -324,7 +385,9 @@ func dissectProtocolHeader(u *decode.Unit) []*decode.Field {
 func (d *Decoder) frame(dir decode.Dir, st *direction, b []byte, pos int64, t time.Time) {
 	f := &st.frame
 	ParseFrame(b, f)
-	u := d.unit(dir, b, pos, t)
+	// SASL frames carry the credentials redactInit and the
+	// sasl-response overwrite in Raw: theirs is a copy.
+	u := d.unitOf(dir, b, pos, t, len(b) > 5 && b[5] == FrameTypeSASL)
 	u.Channel, u.HasChannel = f.Channel, f.Type == FrameTypeAMQP
 	if st.note != "" {
 		u.Warn(st.note)

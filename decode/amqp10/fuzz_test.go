@@ -6,6 +6,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/internal/findcheck"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
 )
 
 // FuzzScan feeds arbitrary bytes to the type decoder: Scan, item
@@ -70,6 +71,7 @@ func FuzzDecoder(f *testing.F) {
 		var units []*decode.Unit
 		d := New(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) { units = append(units, u) })
 		imm := NewImmutability()
+		var calls []stablecheck.Call
 		for dir, part := range [][]byte{b[:s], b[s:]} {
 			for len(part) > 0 {
 				n := len(part)
@@ -77,15 +79,22 @@ func FuzzDecoder(f *testing.F) {
 					n = int(chunk)
 				}
 				d.Feed(decode.Dir(dir), part[:n], time.Time{})
+				calls = append(calls, stablecheck.Call{Dir: decode.Dir(dir), Data: part[:n]})
 				part = part[n:]
 				if chunk >= 0xf0 && len(part) > 0 {
 					d.Gap(decode.Dir(dir), int(chunk&0x0f), time.Time{})
+					calls = append(calls, stablecheck.Call{Dir: decode.Dir(dir), N: int(chunk & 0x0f), IsGap: true})
 					part = part[min(len(part), int(chunk&0x0f)):]
 				}
 			}
 		}
 		d.End(decode.DirF, time.Time{})
 		d.End(decode.DirB, time.Time{})
+		calls = append(calls, stablecheck.Call{Dir: decode.DirF, End: true}, stablecheck.Call{Dir: decode.DirB, End: true})
+		// With stable input, the same units, the input never written.
+		if err := stablecheck.Check(New, *opt, calls); err != nil {
+			t.Fatal(err)
+		}
 		for _, u := range units {
 			imm.Observe(u)
 			fs := u.Fields()

@@ -161,7 +161,9 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		cm := d.completed()
 		cm.Bytes, cm.Frames, cm.RawOffset = u.Raw[payloadOff:], 1, payloadOff
 		if len(u.Raw) > rawCarved {
-			cm.own = len(u.Raw) // bytes of its own (see unit)
+			// Bytes of its own (see unit), or stable input, which the
+			// immutability tracker may keep as well.
+			cm.own = len(u.Raw)
 		}
 		return d.complete(st, u, cm, &t, link, s)
 	}
@@ -191,6 +193,10 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		case d.inflight+len(payload) > d.opt.MaxMessage:
 			dl.giveUp()
 			u.Warn("deliveries in progress on this connection exceed " + strconv.Itoa(d.opt.MaxMessage) + " bytes in all (max message size): this one is not reassembled")
+		case d.ref:
+			// Stable input, kept as it is: no memory of the decoder's.
+			dl.body.AddRef(payload)
+			d.inflight += len(payload)
 		case !dl.body.Add(payload, len(u.Raw) > rawCarved, d.opt.MaxMessage-dl.body.Len(), &dl.hold, d.acct, dl):
 			// A frame with bytes of its own (see unit) is kept as them;
 			// smaller ones are copied in chunks.

@@ -92,6 +92,12 @@ type Decoder struct {
 	// units is the unit slab; unitsNext the size of the last one.
 	units     []decode.Unit
 	unitsNext int
+	// in is the buffer being parsed, and how its units keep their bytes
+	// (see Options.StableInput): ref, as slices of it (the caller's
+	// stable input); take, the stream's buffer holding exactly one
+	// message, as that buffer (see unitOwned).
+	in        []byte
+	ref, take bool
 }
 
 var (
@@ -123,6 +129,34 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 
 // Feed implements [decode.Decoder].
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	if d.opt.StableInput {
+		// The message a previous call left incomplete is completed on
+		// its own, so that the messages after it are parsed in data
+		// itself.
+		if head, rest := d.dir[dir&1].s.Split(data); len(head) > 0 && d.completes(dir&1) {
+			d.feed(dir, head, t)
+			data = rest
+		}
+	}
+	d.feed(dir, data, t)
+}
+
+// completes reports whether the message buffered for dir is one that
+// parse takes whole once its bytes are there, as it would have with
+// what follows them: a typed message (not a one-byte answer to an
+// SSLRequest or GSSENCRequest sent since) with a valid header.
+func (d *Decoder) completes(dir decode.Dir) bool {
+	ds := &d.dir[dir]
+	b := ds.s.Peek()
+	if ds.mode != modeTyped || (dir == decode.DirB && d.pending != reqNone && ds.units == 0) {
+		return false
+	}
+	typ, length, ok := ReadHeader(b)
+	return ok && ValidType(typ, dir == decode.DirF) && length >= 4 && length <= int64(d.opt.MaxFrame)
+}
+
+func (d *Decoder) feed(dir decode.Dir, data []byte, t time.Time) {
+	defer d.done()
 	d.last = t
 	ds := &d.dir[dir&1]
 	for len(data) > 0 {
@@ -144,7 +178,9 @@ func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
 			}
 			continue
 		}
+		stable := d.opt.StableInput && ds.s.Buffered() == 0
 		buf := ds.s.Push(data)
+		d.in, d.ref, d.take = buf, stable, d.opt.StableInput && !stable
 		n := d.parse(dir&1, buf, t)
 		tail := buf[n:]
 		switch ds.mode {
@@ -305,6 +341,7 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time) int {
 					d.oversized(dir, b, pos, total, t, "is not buffered: the memory budget (--max-memory) has no room for it")
 					return len(buf)
 				}
+				ds.s.Want(total)
 				return off
 			}
 			d.typed(dir, b[:total], pos, t)
@@ -505,14 +542,32 @@ func (d *Decoder) unit(dir decode.Dir, raw []byte, pos int64, t time.Time, paren
 	return d.unitOwned(dir, raw, pos, t, parent, false)
 }
 
+// done ends the parse of the buffer feed gave the units.
+func (d *Decoder) done() { d.in, d.ref, d.take = nil, false, false }
+
 // unitOwned is unit, taking raw over without copying when own is set.
+// Bytes of the buffer being parsed (parent nil) are kept as they are when
+// that is stable input, and the stream's buffer is taken over when it is
+// all one large message (a Feed completed it on its own: the buffer is
+// never used again); a message whose secret message redacts in Raw
+// (copy) is copied.
 func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, parent *decode.Unit, own bool) *decode.Unit {
+	return d.unitOf(dir, raw, pos, t, parent, own, false)
+}
+
+func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, parent *decode.Unit, own, copied bool) *decode.Unit {
 	var cp []byte
-	if own {
-		cp = raw
-	} else if len(raw) > 2048 {
-		cp = append([]byte(nil), raw...)
-	} else {
+	alone := false // the unit is allocated alone (its bytes are its own)
+	switch {
+	case own:
+		cp, alone = raw, true
+	case parent == nil && !copied && d.ref:
+		cp = raw[:len(raw):len(raw)]
+	case parent == nil && !copied && d.take && len(raw) > 2048 && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
+		cp, alone = d.dir[dir&1].s.Take(), true
+	case len(raw) > 2048:
+		cp, alone = append([]byte(nil), raw...), true
+	default:
 		if cap(d.slab)-len(d.slab) < len(raw) {
 			// From 2 KiB doubling to 32 KiB: many short connections must
 			// not cost a full slab each.
@@ -529,7 +584,7 @@ func (d *Decoder) unitOwned(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 	// small units may share one. A unit with bytes of its own is allocated
 	// alone, so that it never holds a neighbour's large bytes in memory.
 	var u *decode.Unit
-	if own || len(raw) > 2048 {
+	if alone {
 		u = new(decode.Unit)
 	} else {
 		if len(d.units) == 0 {
@@ -576,7 +631,10 @@ func (d *Decoder) typed(dir decode.Dir, raw []byte, pos int64, t time.Time) {
 		d.comp.container(raw, pos, t)
 		return
 	}
-	u := d.message(dir, raw, pos, t, nil, false)
+	// A password message ('p') and an authentication exchange ('R')
+	// carry the secrets message redacts in Raw: theirs is a copy.
+	copied := (dir == decode.DirF && raw[0] == TypePassword) || (dir == decode.DirB && raw[0] == TypeAuthentication)
+	u := d.messageOf(dir, raw, pos, t, nil, false, copied)
 	if dir == decode.DirB {
 		d.comp.checkDeclared(u)
 	}
@@ -586,7 +644,13 @@ func (d *Decoder) typed(dir decode.Dir, raw []byte, pos int64, t time.Time) {
 // message builds the unit of one typed message and follows the protocol
 // state it changes. parent is the CompressedMessages carrying it, if any.
 func (d *Decoder) message(dir decode.Dir, raw []byte, pos int64, t time.Time, parent *decode.Unit, own bool) *decode.Unit {
-	u := d.unitOwned(dir, raw, pos, t, parent, own)
+	return d.messageOf(dir, raw, pos, t, parent, own, false)
+}
+
+// messageOf is message, its bytes copied when copied is set (see
+// unitOf).
+func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, parent *decode.Unit, own, copied bool) *decode.Unit {
+	u := d.unitOf(dir, raw, pos, t, parent, own, copied)
 	typ := raw[0]
 	body := raw[HeaderLen:]
 	u.Type = d.name(dir, typ)

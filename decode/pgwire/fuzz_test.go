@@ -12,6 +12,7 @@ import (
 	"github.com/wiretap-dev/wiretap/decode/pgwire/compsim"
 	"github.com/wiretap-dev/wiretap/decode/pgwire/pqtrace"
 	"github.com/wiretap-dev/wiretap/internal/findcheck"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
 )
 
 // exercise feeds data to one direction in two pieces, builds every unit's
@@ -37,6 +38,15 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 	d.Feed(dir, data[split:], now)
 	d.End(decode.DirF, now)
 	d.End(decode.DirB, now)
+	// With stable input, the same units, the input never written.
+	calls := []stablecheck.Call{{Dir: decode.DirF, Data: prefix}, {Dir: dir, Data: data[:split]},
+		{Dir: dir.Other(), N: 3, IsGap: true}, {Dir: dir, Data: data[split:]}, {Dir: decode.DirF, End: true}, {Dir: decode.DirB, End: true}}
+	if len(prefix) == 0 {
+		calls = calls[1:]
+	}
+	if err := stablecheck.Check(pgwire.New, *opt, calls); err != nil {
+		t.Fatal(err)
+	}
 	var line []byte
 	// findcheck.Check looks up every field name on a unit: on inputs that
 	// inflate to thousands of units, a spread of them is checked.

@@ -1,0 +1,55 @@
+package amqp091
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
+)
+
+// TestStableInput: with decode.Options.StableInput, units keep the
+// input's bytes where they lie in it, and are the units decoded without
+// it, whatever the cut of the stream: frames within one Feed, frames
+// completed across calls (taken over from the stream's buffer), bodies
+// kept as pieces, credentials redacted in copies of their own (the input
+// is read-only here), other protocols' bytes as garbage.
+func TestStableInput(t *testing.T) {
+	opt := *decode.DefaultOptions()
+	stablecheck.Captures(t, New, opt, 4<<20, "../../testdata/*.pcap*", "../../testdata/corpus/amqp091-large.pcapng")
+	client, server := conversation(3, 300<<10, 128<<10)
+	for _, chunk := range []int{7, 1000, 65536} {
+		if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{client, server}, chunk, true, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt.MaxMessage = 1 << 12 // bodies cut
+	opt.ShowSecrets = true
+	if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{client, server}, 1460, true, 2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStableInputAllocs: whole frames in stable input allocate nothing
+// that the same frames copied do not.
+func TestStableInputAllocs(t *testing.T) {
+	client, _ := conversation(0, 0, 128<<10)
+	var msgs []byte
+	for range 32 {
+		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
+	}
+	var allocs [2]float64
+	for i, stable := range []bool{false, true} {
+		opt := decode.DefaultOptions()
+		opt.StableInput = stable
+		d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
+		d.Feed(decode.DirF, client, time.Time{})
+		for range 8 {
+			d.Feed(decode.DirF, msgs, time.Time{}) // slabs grown to their size
+		}
+		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirF, msgs, time.Time{}) })
+	}
+	if allocs[1] > allocs[0] {
+		t.Errorf("%.1f allocations per Feed of 32 messages with stable input, %.1f without", allocs[1], allocs[0])
+	}
+}

@@ -1,0 +1,59 @@
+package amqp10
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
+)
+
+// TestStableInput: with decode.Options.StableInput, units keep the
+// input's bytes where they lie in it, and are the units decoded without
+// it, whatever the cut of the stream: frames within one Feed, frames
+// completed across calls (taken over from the stream's buffer),
+// deliveries kept as pieces and joined by their last transfer, SASL
+// credentials redacted in copies of their own (the input is read-only
+// here), other protocols' bytes as garbage.
+func TestStableInput(t *testing.T) {
+	opt := *decode.DefaultOptions()
+	stablecheck.Captures(t, New, opt, 4<<20, "../../testdata/*.pcap*")
+	hdr := []byte("AMQP\x00\x01\x00\x00")
+	sasl := append(append([]byte("AMQP\x03\x01\x00\x00"), protonSASLInit...), hdr...)
+	for _, per := range []int{100, 4000, 70000} {
+		stream := append(append([]byte(nil), sasl...), transfersOf(benchMessage(256<<10), per)...)
+		for _, chunk := range []int{7, 1460, 65536} {
+			if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{stream, rabbitSASLMechanisms}, chunk, true, uint64(per))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	opt.MaxMessage = 100 << 10 // deliveries given up
+	opt.ShowSecrets = true
+	stream := append(append([]byte(nil), sasl...), transfersOf(benchMessage(256<<10), 4000)...)
+	if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{stream, nil}, 1460, true, 3)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStableInputAllocs: whole frames in stable input allocate nothing
+// that the same frames copied do not.
+func TestStableInputAllocs(t *testing.T) {
+	var stream []byte
+	for range 32 {
+		stream = append(stream, transfersOf(benchMessage(100), 4000)...)
+	}
+	var allocs [2]float64
+	for i, stable := range []bool{false, true} {
+		opt := decode.DefaultOptions()
+		opt.StableInput = stable
+		d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
+		for range 8 {
+			d.Feed(decode.DirF, stream, time.Time{})
+		}
+		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirF, stream, time.Time{}) })
+	}
+	if allocs[1] > allocs[0] {
+		t.Errorf("%.1f allocations per Feed of 32 transfers with stable input, %.1f without", allocs[1], allocs[0])
+	}
+}

@@ -1,0 +1,58 @@
+package pgwire_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/pgwire"
+	"github.com/wiretap-dev/wiretap/decode/pgwire/compsim"
+	"github.com/wiretap-dev/wiretap/internal/stablecheck"
+)
+
+// TestStableInput: with decode.Options.StableInput, units keep the
+// input's bytes where they lie in it, and are the units decoded without
+// it, whatever the cut of the stream: messages within one Feed, messages
+// completed across calls (taken over from the stream's buffer),
+// CompressedMessages and the messages inflated from them (never the
+// input's), passwords and SASL exchanges redacted in copies of their own
+// (the input is read-only here), other protocols' bytes as garbage.
+func TestStableInput(t *testing.T) {
+	opt := *decode.DefaultOptions()
+	stablecheck.Captures(t, pgwire.New, opt, 4<<20, "../../testdata/*.pcap*")
+	for _, s := range backendSeeds() {
+		for _, chunk := range []int{3, 100, 1460} {
+			if err := stablecheck.Check(pgwire.New, opt, stablecheck.Split([2][]byte{startupSeed, s}, chunk, true, uint64(chunk))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	big, _ := compsim.EncodeStream(smallSession(3, 50), compsim.Config{Algorithm: pgwire.CompressionZstd, MessagesPer: 10})
+	opt.ShowSecrets = true
+	if err := stablecheck.Check(pgwire.New, opt, stablecheck.Split([2][]byte{startupSeed, big}, 1460, true, 5)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStableInputAllocs: whole messages in stable input allocate nothing
+// that the same messages copied do not.
+func TestStableInputAllocs(t *testing.T) {
+	var rows []byte
+	for range 64 {
+		rows = (&pgwire.DataRow{Values: [][]byte{[]byte("12345"), []byte("some text")}}).Encode(rows)
+	}
+	var allocs [2]float64
+	for i, stable := range []bool{false, true} {
+		opt := decode.DefaultOptions()
+		opt.StableInput = stable
+		d := pgwire.New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
+		d.Feed(decode.DirF, startupSeed, time.Time{})
+		for range 8 {
+			d.Feed(decode.DirB, rows, time.Time{})
+		}
+		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirB, rows, time.Time{}) })
+	}
+	if allocs[1] > allocs[0] {
+		t.Errorf("%.1f allocations per Feed of 64 rows with stable input, %.1f without", allocs[1], allocs[0])
+	}
+}

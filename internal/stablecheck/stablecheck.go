@@ -1,0 +1,245 @@
+// Package stablecheck checks a decoder under decode.Options.StableInput:
+// fed the same calls, it must emit the units it emits without it, byte
+// for byte as rendered (text, JSON with the raw bytes, the field tree),
+// and never write to its input. The protocols' tests and fuzz targets
+// use it.
+package stablecheck
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wiretap-dev/wiretap/capture"
+	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/decode/output"
+)
+
+// Call is one call to make on a decoder: Feed of Data, Gap of N bytes
+// (IsGap), or End.
+type Call struct {
+	Dir   decode.Dir
+	Data  []byte
+	N     int
+	IsGap bool
+	End   bool
+}
+
+// Split cuts a stream of each direction into calls of at most chunk bytes
+// (chunks of 1 to 2*chunk bytes, from seed, when vary is set), then ends
+// both directions.
+func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
+	var calls []Call
+	x := seed | 1
+	for dir, s := range streams {
+		for len(s) > 0 {
+			n := max(chunk, 1)
+			if vary {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				n = 1 + int(x%uint64(2*n))
+			}
+			n = min(n, len(s))
+			calls = append(calls, Call{Dir: decode.Dir(dir), Data: s[:n]})
+			s = s[n:]
+		}
+	}
+	return append(calls, Call{Dir: decode.DirF, End: true}, Call{Dir: decode.DirB, End: true})
+}
+
+// Check decodes calls with a decoder fac builds, twice: as given, with
+// opt, and with opt.StableInput set, the calls' bytes copied into memory
+// that cannot be written (a write kills the process: a decoder must not
+// write to its input). It returns the first difference in the units.
+func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
+	opt.StableInput = false
+	want := run(fac, &opt, calls)
+	n := 0
+	for _, c := range calls {
+		n += len(c.Data)
+	}
+	mem, err := readOnly(calls, n)
+	if err != nil {
+		return err
+	}
+	defer unix.Munmap(mem.buf)
+	opt.StableInput = true
+	got := run(fac, &opt, mem.calls)
+	if len(got) != len(want) {
+		return fmt.Errorf("stablecheck: %d units with StableInput, %d without", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			return fmt.Errorf("stablecheck: unit %d differs with StableInput:\n%s\nwithout:\n%s", i, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// FromCapture reads the capture at path and returns each connection's
+// calls, as the pipeline would make them (the side that sent first is
+// DirF), and each one's bytes per direction.
+func FromCapture(path string) ([][]Call, [][2][]byte, error) {
+	r := &recorder{calls: map[int]int{}}
+	if _, err := capture.ReadFile(path, r, nil); err != nil {
+		return nil, nil, err
+	}
+	return r.conns, r.streams, nil
+}
+
+type recorder struct {
+	calls   map[int]int // flow ID -> index in conns
+	conns   [][]Call
+	streams [][2][]byte
+}
+
+func (r *recorder) conn(f *capture.Flow) int {
+	i, ok := r.calls[f.ID]
+	if !ok {
+		i = len(r.conns)
+		r.calls[f.ID] = i
+		r.conns = append(r.conns, nil)
+		r.streams = append(r.streams, [2][]byte{})
+	}
+	return i
+}
+
+func dirOf(fromA bool) decode.Dir {
+	if fromA {
+		return decode.DirF
+	}
+	return decode.DirB
+}
+
+func (r *recorder) Data(f *capture.Flow, fromA bool, data []byte, _ time.Time) {
+	i := r.conn(f)
+	r.conns[i] = append(r.conns[i], Call{Dir: dirOf(fromA), Data: bytes.Clone(data)})
+	r.streams[i][dirOf(fromA)] = append(r.streams[i][dirOf(fromA)], data...)
+}
+
+func (r *recorder) Gap(f *capture.Flow, fromA bool, n int, _ time.Time) {
+	i := r.conn(f)
+	r.conns[i] = append(r.conns[i], Call{Dir: dirOf(fromA), N: n, IsGap: true})
+}
+
+func (r *recorder) Close(f *capture.Flow, _ time.Time) {
+	i := r.conn(f)
+	r.conns[i] = append(r.conns[i], Call{Dir: decode.DirF, End: true}, Call{Dir: decode.DirB, End: true})
+}
+
+type mapped struct {
+	buf   []byte
+	calls []Call
+}
+
+// readOnly copies the calls' bytes into a mapping it then makes
+// read-only, and returns the calls over it.
+func readOnly(calls []Call, n int) (*mapped, error) {
+	buf, err := unix.Mmap(-1, 0, max(n, 1), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("stablecheck: %w", err)
+	}
+	m := &mapped{buf: buf, calls: make([]Call, len(calls))}
+	off := 0
+	for i, c := range calls {
+		m.calls[i] = c
+		if len(c.Data) > 0 {
+			k := copy(buf[off:], c.Data)
+			m.calls[i].Data = buf[off : off+k : off+k]
+			off += k
+		}
+	}
+	if err := unix.Mprotect(buf, unix.PROT_READ); err != nil {
+		unix.Munmap(buf)
+		return nil, fmt.Errorf("stablecheck: %w", err)
+	}
+	return m, nil
+}
+
+// run decodes calls and renders every unit once all are decoded (a unit
+// that keeps the input's bytes must find them as they were).
+func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
+	var units []*decode.Unit
+	d := fac(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) { units = append(units, u) })
+	t := time.Unix(1, 0)
+	for i, c := range calls {
+		t = t.Add(time.Duration(i) * time.Microsecond)
+		switch {
+		case c.End:
+			d.End(c.Dir, t)
+		case c.IsGap:
+			d.Gap(c.Dir, c.N, t)
+		default:
+			d.Feed(c.Dir, c.Data, t)
+		}
+	}
+	out := make([][]byte, len(units))
+	var first time.Time
+	if len(units) > 0 {
+		first = units[0].Time()
+	}
+	for i, u := range units {
+		b := output.AppendText(nil, u, first)
+		b = output.AppendJSON(b, u, output.JSONOptions{Raw: true})
+		b = fmt.Appendf(b, "\nparent %v raw %q\n", u.Parent != nil, u.Raw)
+		decode.Walk(u.Fields(), func(f *decode.Field) bool {
+			b = fmt.Appendf(b, "%s %s %v %d+%d\n", f.Key, f.Name, f.Value, f.Offset, f.Length)
+			return true
+		})
+		out[i] = b
+	}
+	return out
+}
+
+// Captures runs Check on every connection of the captures the globs name
+// (gzip-compressed ones too), as they were captured and cut anew into
+// chunks of several sizes, with decoders fac builds; streams of over
+// maxStream bytes in all are left out, to keep a test quick.
+func Captures(t testing.TB, fac decode.Factory, opt decode.Options, maxStream int, globs ...string) {
+	t.Helper()
+	var paths []string
+	for _, g := range globs {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, m...)
+	}
+	if len(paths) == 0 {
+		t.Fatalf("no capture in %v", globs)
+	}
+	conns := 0
+	for _, path := range paths {
+		calls, streams, err := FromCapture(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for i := range calls {
+			if len(streams[i][0])+len(streams[i][1]) > maxStream {
+				continue
+			}
+			conns++
+			if err := Check(fac, opt, calls[i]); err != nil {
+				t.Fatalf("%s, connection %d as captured: %v", path, i+1, err)
+			}
+			for _, chunk := range []int{1, 5, 64, 1460, 16384} {
+				if chunk == 1 && len(streams[i][0])+len(streams[i][1]) > 64<<10 {
+					continue
+				}
+				for _, vary := range []bool{false, true} {
+					if err := Check(fac, opt, Split(streams[i], chunk, vary, uint64(chunk))); err != nil {
+						t.Fatalf("%s, connection %d in chunks of %d (vary %v): %v", path, i+1, chunk, vary, err)
+					}
+				}
+			}
+		}
+	}
+	if conns == 0 {
+		t.Fatalf("no connection checked in %v", paths)
+	}
+}
