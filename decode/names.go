@@ -19,6 +19,9 @@ type FieldName struct {
 var (
 	namesMu sync.RWMutex
 	names   = map[string]FieldName{}
+	// pending are the functions RegisterFieldNamesFunc was given, not yet
+	// called.
+	pending []func() []FieldName
 	// sorted is FieldNames' answer, made on first use after a change: the
 	// filter bar compiles on every keypress.
 	sorted []FieldName
@@ -27,12 +30,31 @@ var (
 // RegisterFieldNames makes field names known to the filter language's
 // completion and help. Protocol packages call it from init.
 func RegisterFieldNames(fs ...FieldName) {
+	RegisterFieldNamesFunc(func() []FieldName { return fs })
+}
+
+// RegisterFieldNamesFunc is RegisterFieldNames for names built by fn,
+// which is called the first time the names are asked for (FieldNames),
+// if ever. Protocol packages call it from init: most runs of the program
+// (read without --filter, every command but the TUI's) never need the
+// names, which cost each package thousands of allocations to build.
+// Names registered both ways are taken in the order of registration.
+func RegisterFieldNamesFunc(fn func() []FieldName) {
 	namesMu.Lock()
 	defer namesMu.Unlock()
-	for _, f := range fs {
-		names[f.Name] = f
-	}
+	pending = append(pending, fn)
 	sorted = nil
+}
+
+// registerNames calls the functions registered and adds their names, in
+// order of registration; namesMu is held.
+func registerNames() {
+	for _, fn := range pending {
+		for _, f := range fn() {
+			names[f.Name] = f
+		}
+	}
+	pending = nil
 }
 
 // FieldNames returns every registered field name, sorted. The slice is
@@ -47,6 +69,7 @@ func FieldNames() []FieldName {
 	namesMu.Lock()
 	defer namesMu.Unlock()
 	if sorted == nil {
+		registerNames()
 		out = make([]FieldName, 0, len(names))
 		for _, f := range names {
 			out = append(out, f)

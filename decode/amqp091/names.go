@@ -5,7 +5,10 @@ import "github.com/wiretap-dev/wiretap/decode"
 // init makes the field tree's filterable names known to the filter
 // language's completion and help. amqp.type, amqp.channel and amqp.method
 // are the filter's own (virtual) fields and are left to it.
-func init() {
+func init() { decode.RegisterFieldNamesFunc(fieldNames) }
+
+// fieldNames returns the names of the field tree (see init).
+func fieldNames() []decode.FieldName {
 	p := decode.ProtoAMQP091
 	fs := []decode.FieldName{
 		{Name: "amqp.length", Proto: p, Doc: "frame payload size"},
@@ -43,5 +46,5 @@ func init() {
 		fs = append(fs, decode.FieldName{Name: "amqp.method.properties." + a.Wireshark, Proto: p, Doc: "basic property " + a.Name + " (" + a.Domain.String() + ")",
 			Open: a.Domain == DomainTable})
 	}
-	decode.RegisterFieldNames(fs...)
+	return fs
 }

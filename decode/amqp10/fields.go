@@ -77,6 +77,7 @@ func (m *materializer) value(v Value, key, name, typ string, depth int) *decode.
 // expects; "*delivery-state" and the like (type="*" in the spec) mean any
 // of several composites may appear, so the tree names which one did.
 func (m *materializer) describedValue(f *decode.Field, v Value, typ string, depth int) {
+	loadTables()
 	b := m.b
 	code, sym, ok := v.Descriptor(b)
 	var t *describedType

@@ -55,6 +55,7 @@ func (w *jsonWriter) value(v Value, typ string, depth int) {
 }
 
 func (w *jsonWriter) described(v Value, typ string, depth int) {
+	loadTables()
 	b := w.b
 	code, _, ok := v.Descriptor(b)
 	var t *describedType

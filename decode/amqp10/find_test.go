@@ -23,6 +23,7 @@ var registerOnce sync.Once
 // section's name on a frame without a message.
 func registerKnownNames() {
 	registerOnce.Do(func() {
+		loadTables()
 		have := map[string]bool{}
 		for _, n := range decode.FieldNames() {
 			have[n.Name] = true

@@ -13,7 +13,10 @@ import (
 // (amqp.performative, amqp.checksum*, amqp.message_id, amqp.channel,
 // amqp.type) are registered by the filter itself, and amqp.length by AMQP
 // 0-9-1, whose frames have one too.
-func init() {
+func init() { decode.RegisterFieldNamesFunc(fieldNames) }
+
+// fieldNames returns the names of the field tree (see init).
+func fieldNames() []decode.FieldName {
 	p := decode.ProtoAMQP10
 	fs := []decode.FieldName{
 		{Name: "amqp.doff", Proto: p, Doc: "AMQP 1.0 frame: data offset, in 4-byte words"},
@@ -66,5 +69,5 @@ func init() {
 		}
 		fs = append(fs, decode.FieldName{Name: n, Proto: p, Doc: doc})
 	}
-	decode.RegisterFieldNames(fs...)
+	return fs
 }

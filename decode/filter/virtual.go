@@ -47,7 +47,7 @@ const (
 )
 
 // virtualFields documents every virtual field; init registers them with
-// [decode.RegisterFieldNames] so completion and help list them.
+// [decode.RegisterFieldNamesFunc] so completion and help list them.
 var virtualFields = [...]struct {
 	id    vid
 	proto decode.Proto
@@ -95,12 +95,14 @@ var virtualByName = func() map[string]vid {
 	return m
 }()
 
-func init() {
+func init() { decode.RegisterFieldNamesFunc(virtualFieldNames) }
+
+func virtualFieldNames() []decode.FieldName {
 	fs := make([]decode.FieldName, len(virtualFields))
 	for i, v := range virtualFields {
 		fs[i] = decode.FieldName{Name: v.name, Proto: v.proto, Doc: v.doc}
 	}
-	decode.RegisterFieldNames(fs...)
+	return fs
 }
 
 func isAMQP(p decode.Proto) bool { return p == decode.ProtoAMQP091 || p == decode.ProtoAMQP10 }

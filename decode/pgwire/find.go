@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"reflect"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -145,7 +146,16 @@ var (
 // costs no allocation.
 func funcPC(f func(*decode.Unit) []*decode.Field) uintptr { return reflect.ValueOf(f).Pointer() }
 
-func init() {
+// The tables above are built once, by loadTables, at the first lookup:
+// built at init, they cost every run of the program 980 allocations
+// before main, where a run without --filter makes no lookup.
+var tablesOnce sync.Once
+
+// loadTables builds the tables; lookupName, the one way in (findField
+// calls it before anything else), calls it first.
+func loadTables() { tablesOnce.Do(buildTables) }
+
+func buildTables() {
 	for name, id := range map[string]fieldID{
 		"pgsql.type":                           fType,
 		"pgsql.length":                         fLength,
@@ -265,6 +275,7 @@ func init() {
 // lookupName returns what the finder knows of name; known is false when
 // no tree holds it. The names filters use most skip the map.
 func lookupName(name string) (ni nameInfo, known bool) {
+	loadTables()
 	switch name {
 	case "pgsql.query":
 		return nameInfo{id: fQuery}, true

@@ -15,6 +15,7 @@ import (
 // pgNames is in no tree, so every name the dissectors can produce must be
 // there: every pgsql.* string in dissect.go and every registered name.
 func TestFinderKnowsEveryName(t *testing.T) {
+	loadTables()
 	fset := token.NewFileSet()
 	file, err := parser.ParseFile(fset, "dissect.go", nil, 0)
 	if err != nil {

@@ -5,9 +5,12 @@ import "github.com/wiretap-dev/wiretap/decode"
 // Field names follow Wireshark's pgsql dissector where it has one
 // (`tshark -G fields`); the rest (replication, compression, the
 // non-localized severity) extend its scheme.
-func init() {
+func init() { decode.RegisterFieldNamesFunc(fieldNames) }
+
+// fieldNames returns the names of the field tree (see init).
+func fieldNames() []decode.FieldName {
 	p := decode.ProtoPgSQL
-	decode.RegisterFieldNames(
+	return []decode.FieldName{
 		decode.FieldName{Name: "pgsql.type", Proto: p, Doc: "message type as libpq's trace names it (Query, DataRow, ...)"},
 		decode.FieldName{Name: "pgsql.length", Proto: p, Doc: "message length field"},
 		decode.FieldName{Name: "pgsql.version_major", Proto: p, Doc: "StartupMessage protocol major version"},
@@ -84,5 +87,5 @@ func init() {
 		decode.FieldName{Name: "pgsql.replication.xmin_epoch", Proto: p, Doc: "hot standby feedback xmin epoch"},
 		decode.FieldName{Name: "pgsql.replication.catalog_xmin", Proto: p, Doc: "hot standby feedback catalog xmin"},
 		decode.FieldName{Name: "pgsql.replication.catalog_xmin_epoch", Proto: p, Doc: "hot standby feedback catalog xmin epoch"},
-	)
+	}
 }
