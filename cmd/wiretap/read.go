@@ -74,13 +74,26 @@ func runRead(path string, f *decodeFlags) error {
 		sink, wait = s.add, func() error { s.close(); return nil }
 	}
 	decodeAs, _ := f.decodeAsMap()
-	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: sink})
+	opt := f.options()
+	var in *capture.Input
+	if path != "-" {
+		// A file is mapped where it can be: the units keep its bytes
+		// instead of copying them, valid until it is closed, once
+		// every unit is written.
+		if in, err = capture.Open(path); err != nil {
+			wait()
+			return inputErr(err)
+		}
+		defer in.Close()
+		opt.StableInput = in.Stable()
+	}
+	pl := pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink})
 	var stats *capture.Stats
 	if path == "-" {
 		// A capture piped in: `tcpdump -w - | wiretap read -`.
 		stats, err = capture.Read(os.Stdin, "stdin", pl, nil)
 	} else {
-		stats, err = capture.ReadFile(path, pl, nil)
+		stats, err = in.Read(pl, nil)
 	}
 	if err != nil && (errors.Is(err, capture.ErrNotCapture) || stats == nil) {
 		wait()
