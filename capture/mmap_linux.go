@@ -27,14 +27,14 @@ const (
 	// mapAhead is how far ahead of the read position pages are touched
 	// (and their page tables populated, one MADV_POPULATE_READ a chunk,
 	// where touching them took a fault every 64 KiB).
-	mapAhead = 8 << 20
+	mapAhead = 4 << 20
 	// mapChunk is what the toucher populates and touches at a time,
 	// and how far the reader moves between two wake-ups of it.
 	mapChunk = 1 << 20
 	// mapKeep is how much of the mapping behind the read position stays
 	// resident: units just decoded are rendered a little later, from
 	// their bytes in the mapping (a few MiB of them in flight at most).
-	mapKeep = 16 << 20
+	mapKeep = 8 << 20
 	// mapRelease is how far the read position moves between two
 	// releases of what is behind it.
 	mapRelease = 8 << 20
