@@ -135,8 +135,10 @@ func TestProxyDecodesInAProcessOfItsOwn(t *testing.T) {
 			if err := conn.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if got := out.String(); got != "" {
-				t.Fatalf("a stopped decoding process printed %q", got)
+			// (The readiness probe's connection may have been printed
+			// before the stop: only the session's units are looked for.)
+			if got := out.String(); strings.Contains(got, "Basic.Publish") {
+				t.Fatalf("a stopped decoding process printed the session:\n%s", got)
 			}
 
 			syscall.Kill(dec, syscall.SIGCONT)
