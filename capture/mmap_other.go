@@ -13,3 +13,5 @@ func mapFile(*os.File) *mapping { return nil }
 func (m *mapping) advance(int64) {}
 
 func (m *mapping) close() {}
+
+func (m *mapping) rewind() {}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -60,6 +61,20 @@ func TestProxyTUI(t *testing.T) {
 	s.typ(":fault add close when nope.field")
 	s.keys("Enter")
 	s.waitFor("a bad rule refused by the forwarding process", func(sc string) bool { return strings.Contains(sc, "nope.field") })
+
+	// The decoding process, which runs the TUI, is in a session of its
+	// own: the forwarding process hands it the window's resizes.
+	width := termWidth - 50
+	s.tmux("resize-window", "-t", "w", "-x", strconv.Itoa(width), "-y", strconv.Itoa(termHeight-10))
+	s.waitFor("the TUI drawn again at the window's new width", func(sc string) bool {
+		for line := range strings.Lines(sc) {
+			line = strings.TrimRight(line, "\n")
+			if strings.HasSuffix(line, "╯") && utf8.RuneCountInString(line) == width {
+				return true
+			}
+		}
+		return false
+	})
 
 	pids := wiretapPids(t, listen)
 	if len(pids) != 2 {

@@ -7,11 +7,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lowerPriority sets the niceness of every thread of this process to n.
-// On Linux niceness belongs to each thread, and a new thread takes its
-// creator's: the runtime's threads started before this call are set here
-// (twice over, for one being made meanwhile), the later ones inherit it.
-func lowerPriority(n int) {
+// lowerPriority sets the niceness of every thread of this process to n
+// and, with idle, their scheduling policy to SCHED_IDLE: the kernel then
+// runs them when nothing else wants the processor, and a thread of any
+// other policy that wakes takes the processor from them at once, where a
+// thread of nice 19 may keep it for the rest of its slice (a millisecond
+// or more, which the forwarding's latency would show). On Linux both
+// belong to each thread, and a new thread takes its creator's: the
+// runtime's threads started before this call are set here (twice over,
+// for one being made meanwhile), the later ones inherit them.
+func lowerPriority(n int, idle bool) {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedIdle, Nice: int32(n)}
 	for range 2 {
 		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
@@ -21,9 +27,29 @@ func lowerPriority(n int) {
 		for _, t := range tasks {
 			if tid, err := strconv.Atoi(t.Name()); err == nil {
 				unix.Setpriority(unix.PRIO_PROCESS, tid, n)
+				if idle {
+					unix.SchedSetAttr(tid, &attr, 0)
+				}
 			}
 		}
 	}
+}
+
+// schedIdle is SCHED_IDLE, which golang.org/x/sys/unix does not name.
+const schedIdle = 5
+
+// lowerGroupPriority gives this process's autogroup the niceness n.
+// Where the kernel groups tasks by session (sched_autogroup_enabled, the
+// default of most distributions' kernels outside systemd's CPU
+// controller), it shares the CPU fairly between sessions first and by
+// niceness only within one: RabbitMQ, its clients and the decoding
+// process, each in a session of its own, would share it alike whatever
+// the decoding process's threads' niceness. So the decoding process is
+// started in a session of its own (startDecoder) and that session's
+// group is given the lowest priority here; without autogroups the file
+// is missing and the threads' niceness is what counts.
+func lowerGroupPriority(n int) {
+	os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(n)), 0)
 }
 
 // growPipe asks for a 1 MiB pipe buffer (the most an unprivileged process

@@ -188,7 +188,7 @@ live applies to connections accepted after it).`,
 	w.register(cmd, "record the proxied traffic to this pcapng file as it passes (synthesised TCP)")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
 	cmd.Flags().IntVar(&decBuf, "decode-buffer", capture.DefaultDecoupledBuffer, "bytes held for a decoder that is behind the traffic; past them it is given gaps (\"N bytes not decoded: decoder behind\") and forwarding goes on")
-	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoding process may take: spare (nice 19: what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (the default priority: as much as it needs, taken from the traffic)")
+	cmd.Flags().StringVar(&decCPU, "decode-cpu", "spare", "CPU time the decoding process may take: spare (SCHED_IDLE, nice 19, a session of its own: what the server, the clients and the forwarding leave; it falls behind, with gaps, on a busy machine) or all (the default priority: as much as it needs, taken from the traffic)")
 	cmd.Flags().BoolVar(&inProcess, "decode-in-process", false, "decode in the forwarding process, as before the split (for comparisons)")
 	cmd.Flags().MarkHidden("decode-in-process")
 	memory.register(cmd)

@@ -39,10 +39,11 @@ import (
 const relayEnv = "WIRETAP_PROXY_DECODER"
 
 // decoderNice is the decoding process's niceness under --decode-cpu
-// spare: the lowest priority, so that on a busy machine it gets what the
-// server, its clients and the forwarding leave (about 1.5% of a CPU
-// beside one busy thread of the default priority), as the in-process
-// pacer did.
+// spare, with the SCHED_IDLE policy and a session (an autogroup) of its
+// own at the same niceness: the lowest priority, so that on a busy
+// machine it gets what the server, its clients and the forwarding leave,
+// as the in-process pacer did, and gives the processor back the moment
+// one of them wakes.
 const decoderNice = 19
 
 // isDecoderProcess says this process is a proxy's decoding process.
@@ -61,8 +62,12 @@ type forwarder struct {
 
 // startDecoder starts the decoding process: this binary with the same
 // arguments, relayEnv set, the relay's read end as fd 3 and its end of
-// the control socket as fd 4. The terminal is its.
-func startDecoder(headless bool) (*forwarder, error) {
+// the control socket as fd 4. The terminal is its. A process that is to
+// decode with what is spare (spare) starts a session of its own, whose
+// CPU share the kernel may weigh apart from ours (lowerGroupPriority);
+// the terminal's signals then reach this process only, which ends the
+// relay on ^C and hands the decoding process the window's resizes.
+func startDecoder(headless, spare bool) (*forwarder, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -91,6 +96,9 @@ func startDecoder(headless bool) (*forwarder, error) {
 	cmd.Env = append(os.Environ(), relayEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{pr, theirs}
+	if spare {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	err = cmd.Start()
 	pr.Close()
 	theirs.Close()
@@ -217,7 +225,7 @@ func runForwarder(p *proxy.Proxy, set *proxy.FaultSet, headless bool, w writeFla
 		}
 		defer rec.end()
 	}
-	fw, err := startDecoder(headless)
+	fw, err := startDecoder(headless, !decodeAnyCPU)
 	if err != nil {
 		for _, ln := range listeners {
 			ln.Close()
@@ -232,7 +240,7 @@ func runForwarder(p *proxy.Proxy, set *proxy.FaultSet, headless bool, w writeFla
 	// The decoding process's priority does the pacing.
 	p.DecodeAnyCPU = true
 	if !decodeAnyCPU {
-		p.BehindHint = fmt.Sprintf("the decoding process runs at the lowest priority, nice %d, with what the machine can spare; --decode-cpu all has it compete with the traffic", decoderNice)
+		p.BehindHint = fmt.Sprintf("the decoding process runs at the lowest priority (SCHED_IDLE, nice %d), with what the machine can spare; --decode-cpu all has it compete with the traffic", decoderNice)
 	}
 	if headless {
 		p.Log = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
@@ -240,6 +248,23 @@ func runForwarder(p *proxy.Proxy, set *proxy.FaultSet, headless bool, w writeFla
 		p.Log = fw.log // the TUI's status line
 	}
 	go fw.serveFaults(set)
+	if !headless && !decodeAnyCPU {
+		// The TUI's process is in a session of its own (startDecoder):
+		// the terminal tells this one when its window changes size.
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		defer signal.Stop(winch)
+		go func() {
+			for {
+				select {
+				case <-winch:
+					fw.cmd.Process.Signal(syscall.SIGWINCH)
+				case <-fw.exited:
+					return
+				}
+			}
+		}()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -268,7 +293,8 @@ func runForwarder(p *proxy.Proxy, set *proxy.FaultSet, headless bool, w writeFla
 // at the priority --decode-cpu says.
 func runDecoder(f *decodeFlags, headless bool, title string, budget func(*tui.Options), decodeAnyCPU bool) error {
 	if !decodeAnyCPU {
-		lowerPriority(decoderNice)
+		lowerGroupPriority(decoderNice)
+		lowerPriority(decoderNice, true)
 	}
 	in := os.NewFile(3, "relay")
 	ctlFile := os.NewFile(4, "control")

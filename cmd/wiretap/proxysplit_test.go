@@ -40,15 +40,25 @@ func decoderPid(t *testing.T, pid int) int {
 	return n
 }
 
+// group is the name in a /proc/PID/autogroup line ("/autogroup-12 nice 0").
+func group(line string) string { name, _, _ := strings.Cut(line, " "); return name }
+
 // threadNices returns the niceness of each thread of process pid
 // (proc(5): field 19 of stat, after the command in parentheses).
-func threadNices(t *testing.T, pid int) []int {
+func threadNices(t *testing.T, pid int) []int { return threadStat(t, pid, 19) }
+
+// threadPolicies returns the scheduling policy of each thread of process
+// pid (field 41 of stat: 0 SCHED_OTHER, 5 SCHED_IDLE).
+func threadPolicies(t *testing.T, pid int) []int { return threadStat(t, pid, 41) }
+
+// threadStat returns field n of the stat of each thread of process pid.
+func threadStat(t *testing.T, pid, n int) []int {
 	t.Helper()
 	tasks, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "task"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nices []int
+	var vals []int
 	for _, task := range tasks {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", task.Name(), "stat"))
 		if err != nil {
@@ -56,13 +66,13 @@ func threadNices(t *testing.T, pid int) []int {
 		}
 		s := string(b)
 		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		n, err := strconv.Atoi(fields[16]) // field 19 of the whole line
+		v, err := strconv.Atoi(fields[n-3]) // fields 1 and 2 are cut off
 		if err != nil {
 			t.Fatalf("stat %q: %v", s, err)
 		}
-		nices = append(nices, n)
+		vals = append(vals, v)
 	}
-	return nices
+	return vals
 }
 
 // TestProxyDecodesInAProcessOfItsOwn: the proxy forwards in the process
@@ -73,18 +83,23 @@ func threadNices(t *testing.T, pid int) []int {
 func TestProxyDecodesInAProcessOfItsOwn(t *testing.T) {
 	am, amAddr := amqpPeer(t)
 	for _, tc := range []struct {
-		cpu  string
-		nice int
-	}{{"spare", decoderNice}, {"all", 0}} {
+		cpu          string
+		nice, policy int
+	}{{"spare", decoderNice, schedIdle}, {"all", 0, 0}} {
 		t.Run(tc.cpu, func(t *testing.T) {
 			listen := freePort(t)
 			out := &syncBuffer{}
 			proxy, _, stderr := startBin(t, listen, out, "proxy", "--headless", "--decode-cpu", tc.cpu, "--listen", listen, "--upstream", amAddr)
 			dec := decoderPid(t, proxy.Process.Pid)
 			// It sets its threads' priority as it starts.
-			waitFor(t, "every thread of the decoding process at niceness "+strconv.Itoa(tc.nice), func() bool {
+			waitFor(t, "every thread of the decoding process at niceness "+strconv.Itoa(tc.nice)+", policy "+strconv.Itoa(tc.policy), func() bool {
 				for _, n := range threadNices(t, dec) {
 					if n != tc.nice {
+						return false
+					}
+				}
+				for _, p := range threadPolicies(t, dec) {
+					if p != tc.policy {
 						return false
 					}
 				}
@@ -93,6 +108,33 @@ func TestProxyDecodesInAProcessOfItsOwn(t *testing.T) {
 			for _, n := range threadNices(t, proxy.Process.Pid) {
 				if n != 0 {
 					t.Fatalf("a thread of the forwarding process has niceness %d, want 0", n)
+				}
+			}
+			for _, p := range threadPolicies(t, proxy.Process.Pid) {
+				if p != 0 {
+					t.Fatalf("a thread of the forwarding process has scheduling policy %d, want 0 (SCHED_OTHER)", p)
+				}
+			}
+			// Where the kernel shares the CPU between sessions first
+			// (autogroups), a spare decoding process is a session of its
+			// own, its group at the lowest priority: else its threads'
+			// niceness would weigh only against the forwarding's, and
+			// RabbitMQ's session and the decoder's would share alike.
+			fwGroup, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(proxy.Process.Pid), "autogroup"))
+			if err != nil {
+				t.Logf("no autogroups here (%v): the threads' niceness is what counts", err)
+			} else {
+				decGroup, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(dec), "autogroup"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fw, de := strings.TrimSpace(string(fwGroup)), strings.TrimSpace(string(decGroup))
+				if tc.cpu == "spare" {
+					if group(fw) == group(de) || !strings.HasSuffix(de, "nice "+strconv.Itoa(decoderNice)) {
+						t.Fatalf("decoding process's autogroup %q (forwarding's %q): want one of its own at nice %d", de, fw, decoderNice)
+					}
+				} else if group(fw) != group(de) {
+					t.Fatalf("decoding process's autogroup %q, forwarding's %q: want the same under --decode-cpu all", de, fw)
 				}
 			}
 
