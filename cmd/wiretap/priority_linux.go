@@ -35,9 +35,6 @@ func lowerPriority(n int, idle bool) {
 	}
 }
 
-// schedIdle is SCHED_IDLE, which golang.org/x/sys/unix does not name.
-const schedIdle = 5
-
 // lowerGroupPriority gives this process's autogroup the niceness n.
 // Where the kernel groups tasks by session (sched_autogroup_enabled, the
 // default of most distributions' kernels outside systemd's CPU

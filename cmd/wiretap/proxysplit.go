@@ -46,6 +46,10 @@ const relayEnv = "WIRETAP_PROXY_DECODER"
 // one of them wakes.
 const decoderNice = 19
 
+// schedIdle is Linux's SCHED_IDLE scheduling policy (sched(7)), which
+// golang.org/x/sys/unix does not name.
+const schedIdle = 5
+
 // isDecoderProcess says this process is a proxy's decoding process.
 func isDecoderProcess() bool { return os.Getenv(relayEnv) != "" }
 
@@ -77,7 +81,16 @@ func startDecoder(headless, spare bool) (*forwarder, error) {
 		return nil, err
 	}
 	growPipe(pw)
-	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Close-on-exec from the start, as os/exec wants of every descriptor
+	// but those it hands on (SOCK_CLOEXEC is Linux's; under ForkLock, as
+	// the os package does, no exec comes between).
+	syscall.ForkLock.RLock()
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(pair[0])
+		syscall.CloseOnExec(pair[1])
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		pr.Close()
 		pw.Close()
