@@ -2,7 +2,6 @@ package amqp091
 
 import (
 	"testing"
-	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/internal/stablecheck"
@@ -38,18 +37,8 @@ func TestStableInputAllocs(t *testing.T) {
 	for range 32 {
 		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
 	}
-	var allocs [2]float64
-	for i, stable := range []bool{false, true} {
-		opt := decode.DefaultOptions()
-		opt.StableInput = stable
-		d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
-		d.Feed(decode.DirF, client, time.Time{})
-		for range 8 {
-			d.Feed(decode.DirF, msgs, time.Time{}) // slabs grown to their size
-		}
-		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirF, msgs, time.Time{}) })
-	}
-	if allocs[1] > allocs[0] {
-		t.Errorf("%.1f allocations per Feed of 32 messages with stable input, %.1f without", allocs[1], allocs[0])
+	copied, stable := stablecheck.Allocs(New, client, decode.DirF, msgs)
+	if stable > copied {
+		t.Errorf("%.1f allocations per Feed of 32 messages with stable input, %.1f without", stable, copied)
 	}
 }

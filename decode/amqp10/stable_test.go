@@ -2,7 +2,6 @@ package amqp10
 
 import (
 	"testing"
-	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/internal/stablecheck"
@@ -43,17 +42,8 @@ func TestStableInputAllocs(t *testing.T) {
 	for range 32 {
 		stream = append(stream, transfersOf(benchMessage(100), 4000)...)
 	}
-	var allocs [2]float64
-	for i, stable := range []bool{false, true} {
-		opt := decode.DefaultOptions()
-		opt.StableInput = stable
-		d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
-		for range 8 {
-			d.Feed(decode.DirF, stream, time.Time{})
-		}
-		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirF, stream, time.Time{}) })
-	}
-	if allocs[1] > allocs[0] {
-		t.Errorf("%.1f allocations per Feed of 32 transfers with stable input, %.1f without", allocs[1], allocs[0])
+	copied, stable := stablecheck.Allocs(New, nil, decode.DirF, stream)
+	if stable > copied {
+		t.Errorf("%.1f allocations per Feed of 32 transfers with stable input, %.1f without", stable, copied)
 	}
 }

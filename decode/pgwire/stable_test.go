@@ -2,7 +2,6 @@ package pgwire_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
 	"github.com/wiretap-dev/wiretap/decode/pgwire"
@@ -41,18 +40,8 @@ func TestStableInputAllocs(t *testing.T) {
 	for range 64 {
 		rows = (&pgwire.DataRow{Values: [][]byte{[]byte("12345"), []byte("some text")}}).Encode(rows)
 	}
-	var allocs [2]float64
-	for i, stable := range []bool{false, true} {
-		opt := decode.DefaultOptions()
-		opt.StableInput = stable
-		d := pgwire.New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
-		d.Feed(decode.DirF, startupSeed, time.Time{})
-		for range 8 {
-			d.Feed(decode.DirB, rows, time.Time{})
-		}
-		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(decode.DirB, rows, time.Time{}) })
-	}
-	if allocs[1] > allocs[0] {
-		t.Errorf("%.1f allocations per Feed of 64 rows with stable input, %.1f without", allocs[1], allocs[0])
+	copied, stable := stablecheck.Allocs(pgwire.New, startupSeed, decode.DirB, rows)
+	if stable > copied {
+		t.Errorf("%.1f allocations per Feed of 64 rows with stable input, %.1f without", stable, copied)
 	}
 }
