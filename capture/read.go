@@ -270,6 +270,14 @@ type source struct {
 	off func() int64
 }
 
+// ngSource is the source of a pcapng reader.
+func ngSource(ng *ngReader) *source {
+	return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
+		data, t, length, link, err := ng.next()
+		return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
+	}, off: func() int64 { return ng.off }}
+}
+
 // openMem is openSource over a file mapped in memory: its packets are
 // slices of mem. It returns nil and no error for a gzip-compressed file,
 // which is read through a buffer instead.
@@ -287,10 +295,7 @@ func openMem(mem []byte, name string) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcapng section header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
-			data, t, length, link, err := ng.next()
-			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
-		}, off: func() int64 { return ng.off }}, nil
+		return ngSource(ng), nil
 	case le == magicPcapMicro, le == magicPcapNano, be == magicPcapMicro, be == magicPcapNano:
 		pr, err := newPcapMem(mem)
 		if err != nil {
@@ -327,10 +332,7 @@ func openSource(r io.Reader, name string) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcapng section header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
-			data, t, length, link, err := ng.next()
-			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
-		}}, nil
+		return ngSource(ng), nil
 	case le == magicPcapMicro, le == magicPcapNano, be == magicPcapMicro, be == magicPcapNano:
 		pr, err := pcapgo.NewReader(br)
 		if err != nil {
