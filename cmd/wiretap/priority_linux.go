@@ -8,7 +8,7 @@ import (
 )
 
 // lowerPriority sets the niceness of every thread of this process to n
-// and, with idle, their scheduling policy to SCHED_IDLE: the kernel then
+// and their scheduling policy to SCHED_IDLE: the kernel then
 // runs them when nothing else wants the processor, and a thread of any
 // other policy that wakes takes the processor from them at once, where a
 // thread of nice 19 may keep it for the rest of its slice (a millisecond
@@ -16,7 +16,7 @@ import (
 // belong to each thread, and a new thread takes its creator's: the
 // runtime's threads started before this call are set here (twice over,
 // for one being made meanwhile), the later ones inherit them.
-func lowerPriority(n int, idle bool) {
+func lowerPriority(n int) {
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: schedIdle, Nice: int32(n)}
 	for range 2 {
 		tasks, err := os.ReadDir("/proc/self/task")
@@ -27,9 +27,7 @@ func lowerPriority(n int, idle bool) {
 		for _, t := range tasks {
 			if tid, err := strconv.Atoi(t.Name()); err == nil {
 				unix.Setpriority(unix.PRIO_PROCESS, tid, n)
-				if idle {
-					unix.SchedSetAttr(tid, &attr, 0)
-				}
+				unix.SchedSetAttr(tid, &attr, 0)
 			}
 		}
 	}

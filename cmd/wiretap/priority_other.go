@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// lowerPriority sets the niceness of this process to n; idle, Linux's
-// SCHED_IDLE, has no equivalent here.
-func lowerPriority(n int, _ bool) { syscall.Setpriority(syscall.PRIO_PROCESS, 0, n) }
+// lowerPriority sets the niceness of this process to n (Linux's
+// SCHED_IDLE has no equivalent here).
+func lowerPriority(n int) { syscall.Setpriority(syscall.PRIO_PROCESS, 0, n) }
 
 // lowerGroupPriority does nothing: only Linux groups tasks by session.
 func lowerGroupPriority(int) {}

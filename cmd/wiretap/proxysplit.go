@@ -307,7 +307,7 @@ func runForwarder(p *proxy.Proxy, set *proxy.FaultSet, headless bool, w writeFla
 func runDecoder(f *decodeFlags, headless bool, title string, budget func(*tui.Options), decodeAnyCPU bool) error {
 	if !decodeAnyCPU {
 		lowerGroupPriority(decoderNice)
-		lowerPriority(decoderNice, true)
+		lowerPriority(decoderNice)
 	}
 	in := os.NewFile(3, "relay")
 	ctlFile := os.NewFile(4, "control")
