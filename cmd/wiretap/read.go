@@ -11,6 +11,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
+	"github.com/wiretap-dev/wiretap/internal/hugeheap"
 	"github.com/wiretap-dev/wiretap/pipeline"
 )
 
@@ -42,6 +43,13 @@ traffic (reported in the output) or when cut short (a warning on stderr);
 }
 
 func runRead(path string, f *decodeFlags) error {
+	// Fresh heap pages in 2 MiB faults rather than 4 KiB ones: the
+	// decoders' slabs and long messages land on pages never touched
+	// before, and on a VM a fault costs microseconds (see hugeheap).
+	// The corpus shapes ran 1.1 to 2.3 times as fast, at the same peak
+	// RSS; 128 MiB covers the largest heap a corpus shape reached (JSON
+	// of AMQP 1.0 multi-frame messages, 74 MB).
+	hugeheap.Advise(128 << 20)
 	out := bufio.NewWriterSize(os.Stdout, 256<<10)
 	defer out.Flush()
 	pr, err := newPrinter(f, out)
