@@ -62,6 +62,28 @@ func JSONSafe8(x uint64) bool {
 	return t&hi == 0
 }
 
+// AppendJSONPlain appends v as a JSON string when none of its bytes needs
+// escaping (printable ASCII but '"' and '\\'), looking at each byte once,
+// and reports whether it did; otherwise b is returned as it was. Short
+// values of plain text (a DataRow's columns) are the common case: the
+// caller then has no need to scan them again.
+func AppendJSONPlain(b, v []byte) ([]byte, bool) {
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		if !JSONSafe8(binary.LittleEndian.Uint64(v[i:])) {
+			return b, false
+		}
+	}
+	for _, c := range v[i:] {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"'), true
+}
+
 // AppendJSONString appends s as a JSON string, escaping what RFC 8259
 // requires and replacing invalid UTF-8 with U+FFFD (decode/output's
 // AppendString).

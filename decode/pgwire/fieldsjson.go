@@ -81,7 +81,9 @@ func typedFieldsJSON(b []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 			}
 			v := body[off : off+vl]
 			off += vl
-			if printable(v) {
+			if nb, ok := decode.AppendJSONPlain(b, v); ok {
+				b = nb
+			} else if printable(v) {
 				b = decode.AppendJSONString(b, unsafe.String(unsafe.SliceData(v), len(v)))
 			} else {
 				b = decode.AppendJSONHex(b, v)
