@@ -6,9 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/ip4defrag"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
@@ -36,12 +33,10 @@ type Assembler struct {
 	// out-of-order segments are then held as the packets' bytes, not
 	// copied, so every byte handed to the handler is stable too.
 	stable    bool
-	defrag    *ip4defrag.IPv4Defragmenter
 	fragments int // fragments since the last discard of stale ones
-	// datagrams mirrors the incomplete IPv4 datagrams the defragmenter
-	// holds, with the time of each one's first fragment: ip4defrag has no
-	// bound on them, so this one counts them.
-	datagrams   map[datagramKey]datagram
+	// datagrams holds the incomplete IPv4 datagrams (see defrag.go),
+	// at most MaxPendingDatagrams of them.
+	datagrams   map[datagramKey]*ipv4Datagram
 	idleCheck   time.Time // capture time of the last idle check
 	warnedFlows bool
 	warnedFrags bool
@@ -57,15 +52,8 @@ type Assembler struct {
 	evictedQ []*conn
 }
 
-// datagram is an incomplete IPv4 datagram: the time of its first
-// fragment and what its fragments were charged.
-type datagram struct {
-	first time.Time
-	bytes int64
-}
-
-// datagramKey names an IPv4 datagram as ip4defrag does (RFC 791 section
-// 3.2: source, destination, protocol and identification).
+// datagramKey names an IPv4 datagram (RFC 791 section 3.2: source,
+// destination, protocol and identification).
 type datagramKey struct {
 	src, dst [4]byte
 	id       uint16
@@ -590,7 +578,6 @@ func (a *Assembler) Flush() {
 	a.closed = nil
 	// Incomplete datagrams at the end of the input never complete.
 	a.fragHold.Release()
-	a.defrag = nil
 	clear(a.datagrams)
 }
 
@@ -599,26 +586,21 @@ func (a *Assembler) Flush() {
 const fragmentTimeout = 30 * time.Second
 
 // MaxPendingDatagrams bounds the incomplete IPv4 datagrams whose fragments
-// are held (Linux bounds them by bytes, ipfrag_high_thresh, 4 MiB; each
-// datagram costs ip4defrag about 2 KiB). When a fragment of a new datagram
-// would exceed it, every pending datagram is dropped, once with a warning.
+// are held (Linux bounds them by bytes, ipfrag_high_thresh, 4 MiB). When a
+// fragment of a new datagram would exceed it, every pending datagram is
+// dropped, once with a warning.
 const MaxPendingDatagrams = 4096
 
-// defragment reassembles IPv4 fragments with gopacket's ip4defrag (RFC 791
-// section 3.2, with its checks against overlapping and oversized
-// fragments) and reassembles the TCP segment of a completed datagram.
-// Fragments are rare, so this path may allocate.
+// defragment keeps an IPv4 fragment (see defrag.go for the rules) and
+// reassembles the TCP segment of the datagram it completes. Fragments
+// are rare, so this path may allocate.
 func (a *Assembler) defragment(ip []byte, t time.Time) {
-	if a.defrag == nil {
-		a.defrag = ip4defrag.NewIPv4Defragmenter()
-		if a.datagrams == nil {
-			a.datagrams = make(map[datagramKey]datagram)
-		}
+	if a.datagrams == nil {
+		a.datagrams = make(map[datagramKey]*ipv4Datagram)
 	}
 	if a.fragments++; a.fragments >= 1024 {
 		a.fragments = 0
 		old := t.Add(-fragmentTimeout)
-		a.defrag.DiscardOlderThan(old)
 		for k, dg := range a.datagrams {
 			if dg.first.Before(old) {
 				a.releaseDatagram(dg.bytes)
@@ -626,14 +608,20 @@ func (a *Assembler) defragment(ip []byte, t time.Time) {
 			}
 		}
 	}
-	frag := new(layers.IPv4)
-	if err := frag.DecodeFromBytes(slices.Clone(ip), gopacket.NilDecodeFeedback); err != nil {
+	frag, err := parseFragment(ip)
+	if err == errFragNotIPv4 {
 		return
 	}
-	var key datagramKey
-	copy(key.src[:], frag.SrcIP.To4())
-	copy(key.dst[:], frag.DstIP.To4())
-	key.id, key.proto = frag.Id, uint8(frag.Protocol)
+	key := frag.key
+	if err != nil {
+		// A receiver drops what it held of the datagram too, or those
+		// fragments would take the place of the ones sent again.
+		if dg := a.datagrams[key]; dg != nil {
+			a.releaseDatagram(dg.bytes)
+			delete(a.datagrams, key)
+		}
+		return
+	}
 	if _, ok := a.datagrams[key]; !ok {
 		if len(a.datagrams) >= MaxPendingDatagrams {
 			if !a.warnedFrags {
@@ -642,7 +630,6 @@ func (a *Assembler) defragment(ip []byte, t time.Time) {
 					" incomplete IPv4 datagrams pending at packet " + strconv.FormatInt(a.stats.Packets, 10) +
 					": their fragments were dropped, and will be whenever the limit is reached again")
 			}
-			a.defrag = ip4defrag.NewIPv4Defragmenter()
 			clear(a.datagrams)
 			a.fragHold.Release()
 		}
@@ -650,29 +637,26 @@ func (a *Assembler) defragment(ip []byte, t time.Time) {
 	if !a.chargeFragment(len(ip)) {
 		return // no room even for this one alone: dropped, counted
 	}
-	if a.defrag == nil { // the charge dropped the pending ones
-		a.defrag = ip4defrag.NewIPv4Defragmenter()
-	}
-	dg, ok := a.datagrams[key]
-	if !ok {
-		dg.first = t
+	dg := a.datagrams[key] // the charge may have dropped the pending ones
+	if dg == nil {
+		dg = &ipv4Datagram{first: t}
+		a.datagrams[key] = dg
 	}
 	dg.bytes += int64(len(ip)) + fragmentCost
-	a.datagrams[key] = dg
-	whole, err := a.defrag.DefragIPv4WithTimestamp(frag, t)
-	if err != nil || whole != nil {
-		a.releaseDatagram(a.datagrams[key].bytes)
-		delete(a.datagrams, key) // ip4defrag dropped or completed it
+	complete, err := dg.add(&frag)
+	if err != nil || complete {
+		a.releaseDatagram(dg.bytes)
+		delete(a.datagrams, key) // dropped or completed
 	}
-	if err != nil || whole == nil || whole.Protocol != layers.IPProtocolTCP {
+	if err != nil || !complete || key.proto != 6 {
 		return
 	}
-	src, ok1 := netip.AddrFromSlice(whole.SrcIP.To4())
-	dst, ok2 := netip.AddrFromSlice(whole.DstIP.To4())
-	if !ok1 || !ok2 {
+	payload, err := dg.payload()
+	if err != nil {
 		return
 	}
-	if decodeTCP(whole.Payload, src, dst, 0, &a.seg) == decodedTCP {
+	src, dst := netip.AddrFrom4(key.src), netip.AddrFrom4(key.dst)
+	if decodeTCP(payload, src, dst, 0, &a.seg) == decodedTCP {
 		a.stats.TCP++
 		a.segment(&a.seg, t)
 	}

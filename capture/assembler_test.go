@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/capture"
 )
 
@@ -24,7 +23,7 @@ func assemble(t *testing.T, opt *capture.Options, segs ...tcp) (*recorder, *capt
 	t0 := time.Unix(1700000000, 0)
 	for i, s := range segs {
 		ip := s.ip(0)
-		a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip) + s.cut})
+		a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip) + s.cut})
 	}
 	a.Flush()
 	return r, stats
@@ -299,8 +298,8 @@ func TestReassemblyIPv4LengthUnset(t *testing.T) {
 	padded := append(tcp{src: cli, dst: srv, seq: 4, flags: ack, payload: "!"}.ip(0), 0, 0, 0, 0)
 	r := newRecorder()
 	a := capture.NewAssembler(r, nil, nil)
-	a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Data: seg, Length: len(seg)})
-	a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Data: padded, Length: len(padded)})
+	a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Data: seg, Length: len(seg)})
+	a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Data: padded, Length: len(padded)})
 	a.Flush()
 	if got := r.stream[1][0].String(); got != "tso!" {
 		t.Errorf("stream %q, want %q", got, "tso!")

@@ -85,7 +85,7 @@ func loadPackets(b *testing.B, reorder bool) []capture.Packet {
 		if err != nil {
 			break
 		}
-		pkts = append(pkts, capture.Packet{Link: layers.LinkTypeEthernet, Time: ci.Timestamp, Data: data, Length: ci.Length})
+		pkts = append(pkts, capture.Packet{Link: capture.LinkTypeEthernet, Time: ci.Timestamp, Data: data, Length: ci.Length})
 	}
 	if reorder {
 		for i := 0; i+1 < len(pkts); i += 10 {
@@ -196,7 +196,7 @@ func TestAssemblerAllocs(t *testing.T) {
 	seq := uint32(101)
 	for _, s := range handshake(100, 500) {
 		ip := s.ip(0)
-		a.Packet(&capture.Packet{Link: layers.LinkTypeEthernet, Data: frame(1, ip, 1), Length: len(ip) + 18})
+		a.Packet(&capture.Packet{Link: capture.LinkTypeEthernet, Data: frame(1, ip, 1), Length: len(ip) + 18})
 	}
 	payload := string(bytes.Repeat([]byte("x"), 1000))
 	pkts := make([][]byte, 2000)
@@ -205,7 +205,7 @@ func TestAssemblerAllocs(t *testing.T) {
 		seq += 1000
 	}
 	i := 0
-	p := &capture.Packet{Link: layers.LinkTypeEthernet, Time: time.Unix(1, 0)}
+	p := &capture.Packet{Link: capture.LinkTypeEthernet, Time: time.Unix(1, 0)}
 	allocs := testing.AllocsPerRun(1000, func() {
 		p.Data, p.Length = pkts[i], len(pkts[i])
 		a.Packet(p)

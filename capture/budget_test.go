@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -76,7 +75,7 @@ func TestBudgetEvictsReassemblyQueue(t *testing.T) {
 		{src: c1, dst: srv, seq: 8111, flags: ack, payload: "later"},
 	} {
 		ip := s.ip(0)
-		a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip)})
+		a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip)})
 		if i == 1 && b.Used() < 8000 {
 			t.Fatalf("the held segment charged %d", b.Used())
 		}
@@ -123,7 +122,7 @@ func TestBudgetRefusesSegment(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	for i, s := range segs {
 		ip := s.ip(0)
-		a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip)})
+		a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Time: t0.Add(time.Duration(i) * time.Millisecond), Data: ip, Length: len(ip)})
 	}
 	a.Flush()
 	// Each held segment costs a 2 KiB buffer: three fit in 8 KiB.

@@ -1,5 +1,5 @@
 // Package capture provides wiretap's sources of bytes: capture files (pcap
-// and pcapng, read with gopacket's pcapgo), TCP reassembly, and the
+// and pcapng, read by readers of its own), TCP reassembly, and the
 // contract every source feeds, [Handler].
 //
 // A source turns packets, or accepted sockets in the case of the proxy, into
@@ -18,7 +18,11 @@
 // an unknown start once per direction, snap-length cuts as gaps, flow
 // numbers in order of first packet, a new flow for a 4-tuple reused after
 // FIN or RST, and bounded memory with a warning when a bound is hit. IPv4
-// fragments are put back together with gopacket's ip4defrag. A source
+// fragments are put back together as a Linux receiver would (defrag.go;
+// TestDefragAgreesWithIP4Defrag holds it to gopacket's ip4defrag, which
+// it replaced). None of gopacket's layers package is linked: its lookup
+// tables, 5 MiB of pointers, were scanned by every garbage collection of
+// every wiretap process (see [LinkType]). A source
 // feeding a [Budgeted] handler on its goroutine also charges what it
 // holds (out-of-order segments, pending fragments, the pcapng interface
 // table) to the handler's memory budget, each connection on the account

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/capture"
 )
 
@@ -105,7 +104,7 @@ func checkAssembly(t *testing.T, data []byte, opt *capture.Options) *checker {
 	a := capture.NewAssembler(c, opt, nil)
 	for _, s := range segs {
 		ip := s.ip(0)
-		a.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Data: ip, Length: len(ip) + s.cut})
+		a.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Data: ip, Length: len(ip) + s.cut})
 	}
 	a.Flush()
 	if c.failure != "" {

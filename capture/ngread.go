@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/decode"
 )
 
@@ -45,7 +44,7 @@ const maxNgBlock = 32 << 20
 
 // ngInterface is what a packet needs of its interface.
 type ngInterface struct {
-	link    layers.LinkType
+	link    LinkType
 	snaplen uint32
 	// Timestamps count units of 10^-exp seconds, or 2^-exp when binary.
 	exp      uint8
@@ -257,7 +256,7 @@ func (r *ngReader) interfaceBlock(off int64, body []byte) error {
 	if len(body) < 8 {
 		return &ngFormatError{off, "interface description of " + strconv.Itoa(len(body)) + " bytes, want at least 8"}
 	}
-	in := ngInterface{link: layers.LinkType(r.order.Uint16(body[0:2])), snaplen: r.order.Uint32(body[4:8]), exp: 6}
+	in := ngInterface{link: LinkType(r.order.Uint16(body[0:2])), snaplen: r.order.Uint32(body[4:8]), exp: 6}
 	opts := body[8:]
 	for len(opts) >= 4 {
 		code, n := r.order.Uint16(opts[0:2]), int(r.order.Uint16(opts[2:4]))
@@ -305,7 +304,7 @@ func (in *ngInterface) time(ts uint64) time.Time {
 
 // next returns the next packet record: its data (valid until the next
 // call), time, original length and link type.
-func (r *ngReader) next() (data []byte, t time.Time, length int, link layers.LinkType, err error) {
+func (r *ngReader) next() (data []byte, t time.Time, length int, link LinkType, err error) {
 	for {
 		off := r.off
 		typ, body, err := r.block()

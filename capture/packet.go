@@ -4,27 +4,44 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"time"
-
-	"github.com/gopacket/gopacket/layers"
 )
 
 // Packet is one captured record.
 type Packet struct {
-	Link   layers.LinkType // link-layer header type of Data
-	Time   time.Time       // capture time
-	Data   []byte          // the captured bytes
-	Length int             // the packet's length on the wire (>= len(Data))
+	Link   LinkType  // link-layer header type of Data
+	Time   time.Time // capture time
+	Data   []byte    // the captured bytes
+	Length int       // the packet's length on the wire (>= len(Data))
 }
 
-// Link-layer header types not named in gopacket's layers package
-// (https://www.tcpdump.org/linktypes.html).
+// LinkType is a capture's link-layer header type, a LINKTYPE_ value of
+// https://www.tcpdump.org/linktypes.html as pcap and pcapng files record
+// it (16 bits: pcap's upper bits of the field say other things).
+//
+// wiretap names its own rather than use gopacket's layers package: that
+// package's lookup tables (5 MiB of pointers) are scanned by every
+// garbage collection of every wiretap process and cost `read` some 12 ms
+// of page faults at its first one.
+type LinkType uint16
+
+// The link-layer header types wiretap decodes and writes.
 const (
-	linkTypeLoop      layers.LinkType = 108 // LINKTYPE_LOOP: NULL with a big-endian family
-	linkTypeLinuxSLL2 layers.LinkType = 276 // LINKTYPE_LINUX_SLL2
-	linkTypeRawAlt12  layers.LinkType = 12  // DLT_RAW on most BSDs
-	linkTypeRawAlt14  layers.LinkType = 14  // DLT_RAW on OpenBSD
-	linkTypeIPv4      layers.LinkType = 228 // LINKTYPE_IPV4
-	linkTypeIPv6      layers.LinkType = 229 // LINKTYPE_IPV6
+	LinkTypeNull      LinkType = 0   // LINKTYPE_NULL: BSD loopback, a host-order address family
+	LinkTypeEthernet  LinkType = 1   // LINKTYPE_ETHERNET
+	LinkTypeRaw       LinkType = 101 // LINKTYPE_RAW: IPv4 or IPv6, by the version nibble
+	LinkTypeLinuxSLL  LinkType = 113 // LINKTYPE_LINUX_SLL: Linux "cooked" capture
+	linkTypeLoop      LinkType = 108 // LINKTYPE_LOOP: NULL with a big-endian family
+	linkTypeLinuxSLL2 LinkType = 276 // LINKTYPE_LINUX_SLL2
+	linkTypeRawAlt12  LinkType = 12  // DLT_RAW on most BSDs
+	linkTypeRawAlt14  LinkType = 14  // DLT_RAW on OpenBSD
+	linkTypeIPv4      LinkType = 228 // LINKTYPE_IPV4
+	linkTypeIPv6      LinkType = 229 // LINKTYPE_IPV6
+)
+
+// EtherTypes of the network layers decoded.
+const (
+	etherTypeIPv4 = 0x0800
+	etherTypeIPv6 = 0x86dd
 )
 
 // TCP header flags (RFC 9293 section 3.1).
@@ -60,16 +77,16 @@ const (
 // decodeSegment decodes a packet of the given link type down to TCP,
 // without allocating. Anything that is not TCP over IPv4 or IPv6, or is too
 // short to hold the headers it announces, is decodedOther.
-func decodeSegment(link layers.LinkType, data []byte, s *segment) decodeResult {
+func decodeSegment(link LinkType, data []byte, s *segment) decodeResult {
 	var etherType uint16
 	switch link {
-	case layers.LinkTypeEthernet:
+	case LinkTypeEthernet:
 		if len(data) < 14 {
 			return decodedOther
 		}
 		etherType = binary.BigEndian.Uint16(data[12:14])
 		data = data[14:]
-	case layers.LinkTypeLinuxSLL:
+	case LinkTypeLinuxSLL:
 		// Packet type, ARPHRD type, address length, 8 address bytes, protocol.
 		if len(data) < 16 {
 			return decodedOther
@@ -84,7 +101,7 @@ func decodeSegment(link layers.LinkType, data []byte, s *segment) decodeResult {
 		}
 		etherType = binary.BigEndian.Uint16(data[0:2])
 		data = data[20:]
-	case layers.LinkTypeNull, linkTypeLoop:
+	case LinkTypeNull, linkTypeLoop:
 		// A 4-byte address family: in the writer's byte order for NULL, big
 		// endian for LOOP. AF_INET is 2 everywhere; AF_INET6 is 10 (Linux),
 		// 24 (NetBSD, OpenBSD), 28 (FreeBSD) or 30 (macOS). Trust the IP
@@ -94,12 +111,12 @@ func decodeSegment(link layers.LinkType, data []byte, s *segment) decodeResult {
 		}
 		data = data[4:]
 		etherType = etherTypeOfVersion(data)
-	case layers.LinkTypeRaw, linkTypeRawAlt12, linkTypeRawAlt14:
+	case LinkTypeRaw, linkTypeRawAlt12, linkTypeRawAlt14:
 		etherType = etherTypeOfVersion(data)
 	case linkTypeIPv4:
-		etherType = uint16(layers.EthernetTypeIPv4)
+		etherType = etherTypeIPv4
 	case linkTypeIPv6:
-		etherType = uint16(layers.EthernetTypeIPv6)
+		etherType = etherTypeIPv6
 	default:
 		return decodedOther
 	}

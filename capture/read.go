@@ -11,8 +11,6 @@ import (
 	"strconv"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // File magic numbers: pcap (https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-04.html
@@ -263,7 +261,7 @@ func truncationWarning(name string, packets int64, err error) string {
 // source yields packet records; data is valid until the next call, or
 // as long as the mapping for a source over one (see openMem).
 type source struct {
-	next func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error)
+	next func() ([]byte, gopacket.CaptureInfo, LinkType, error)
 	ng   *ngReader // for pcapng: its warnings go to Stats
 	// off, for a source over a mapping, is the offset of the next
 	// record in it.
@@ -272,7 +270,7 @@ type source struct {
 
 // ngSource is the source of a pcapng reader.
 func ngSource(ng *ngReader) *source {
-	return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
+	return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
 		data, t, length, link, err := ng.next()
 		return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
 	}, off: func() int64 { return ng.off }}
@@ -301,7 +299,7 @@ func openMem(mem []byte, name string) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcap file header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
+		return &source{next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
 			data, t, caplen, length, err := pr.next()
 			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: caplen, Length: length}, pr.link, err
 		}, off: func() int64 { return int64(pr.off) }}, nil
@@ -334,14 +332,13 @@ func openSource(r io.Reader, name string) (*source, error) {
 		}
 		return ngSource(ng), nil
 	case le == magicPcapMicro, le == magicPcapNano, be == magicPcapMicro, be == magicPcapNano:
-		pr, err := pcapgo.NewReader(br)
+		pr, err := newPcapStream(br)
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcap file header: %v)", name, ErrNotCapture, err)
 		}
-		link := pr.LinkType()
-		return &source{next: func() ([]byte, gopacket.CaptureInfo, layers.LinkType, error) {
-			data, ci, err := pr.ZeroCopyReadPacketData()
-			return data, ci, link, err
+		return &source{next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
+			data, t, caplen, length, err := pr.next()
+			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: caplen, Length: length}, pr.link, err
 		}}, nil
 	}
 	return nil, fmt.Errorf("capture: %s: %w", name, ErrNotCapture)

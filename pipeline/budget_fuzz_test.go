@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/klauspost/compress/zstd"
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/decode"
@@ -243,7 +242,7 @@ func runBudgetCapture(t *testing.T, limit uint32, data []byte) (*decode.Budget, 
 		}
 		tm = tm.Add(time.Millisecond)
 		ip := rawSegment(cli, srv, seq[fl][d], flags, payload)
-		asm.Packet(&capture.Packet{Link: layers.LinkTypeRaw, Time: tm, Data: ip, Length: len(ip)})
+		asm.Packet(&capture.Packet{Link: capture.LinkTypeRaw, Time: tm, Data: ip, Length: len(ip)})
 		seq[fl][d] += uint32(len(payload))
 		if flags&0x02 != 0 {
 			seq[fl][d]++

@@ -9,13 +9,11 @@ import (
 	"net"
 	"os"
 
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/wiretap-dev/wiretap/capture"
 	"golang.org/x/net/bpf"
 )
 
-// runAFPacket captures with gopacket's pure-Go AF_PACKET handle.
+// runAFPacket captures with a packet socket of its own (packetSocket).
 func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h capture.Handler) (*capture.Stats, error) {
 	if cfg.Interface == "any" {
 		return nil, errors.New(`capture: the "any" interface needs dumpcap (install Wireshark's dumpcap, Debian package wireshark-common)`)
@@ -27,29 +25,22 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 			return nil, err
 		}
 	}
-	eh, err := pcapgo.NewEthernetHandle(cfg.Interface)
+	ifi, err := net.InterfaceByName(cfg.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 	}
-	if ifi, err := net.InterfaceByName(cfg.Interface); err == nil && ifi.Flags&net.FlagLoopback != 0 {
+	if ifi.Flags&net.FlagLoopback != 0 {
 		// A packet socket sees each loopback packet twice, going out and
 		// coming in; keep one, as libpcap does.
 		if prog, err = dropOutgoing(prog, snaplen(cfg)); err != nil {
-			eh.Close()
 			return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 		}
 	}
-	if err := eh.SetCaptureLength(snaplen(cfg)); err != nil {
-		eh.Close()
+	sock, err := openPacketSocket(ifi.Index, snaplen(cfg), prog)
+	if err != nil {
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 	}
-	if prog != nil {
-		if err := eh.SetBPF(prog); err != nil {
-			eh.Close()
-			return nil, fmt.Errorf("capture: %s: setting the filter: %w", cfg.Interface, err)
-		}
-	}
-	stop := context.AfterFunc(ctx, func() { eh.Close() })
+	stop := context.AfterFunc(ctx, func() { sock.Close() })
 	defer stop()
 	if cfg.Ready != nil {
 		cfg.Ready()
@@ -58,20 +49,20 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	asm := capture.NewAssembler(h, opt, stats)
 	var p capture.Packet
 	for {
-		data, ci, err := eh.ZeroCopyReadPacketData()
+		data, length, t, err := sock.read()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, os.ErrClosed) {
 				stats.Warnings = append(stats.Warnings, "capture: "+cfg.Interface+": "+err.Error())
 			}
 			break
 		}
-		p = capture.Packet{Link: layers.LinkTypeEthernet, Time: ci.Timestamp, Data: data, Length: ci.Length}
+		p = capture.Packet{Link: capture.LinkTypeEthernet, Time: t, Data: data, Length: length}
 		if opt.Tap != nil {
 			opt.Tap(&p)
 		}
 		asm.Packet(&p)
 	}
-	eh.Close()
+	sock.Close()
 	asm.Flush()
 	return stats, nil
 }

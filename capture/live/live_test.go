@@ -3,6 +3,7 @@ package live_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -105,7 +106,18 @@ func testEngine(t *testing.T, engine, iface string, filter bool) {
 	}
 	request, reply := strings.Repeat("q", 3000), strings.Repeat("R", 70000)
 	loopback.Exchange(t, ln, request, reply)
-	id := <-w.closed // the capture saw both FINs
+	var id int
+	select {
+	case id = <-w.closed: // the capture saw both FINs
+	case r := <-res:
+		if r.err == nil {
+			r.err = errors.New(strings.Join(r.stats.Warnings, "; "))
+		}
+		t.Fatalf("the capture ended before the exchange was seen: %v", r.err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the capture did not see the exchange end")
+	}
 	cancel()
 	r := <-res
 	if r.err != nil {

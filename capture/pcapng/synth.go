@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/capture"
 )
 
@@ -230,7 +229,7 @@ func (s *Synth) write(sf *synthFlow, d int, seq, ack uint32, flags uint8, opts, 
 	}
 	binary.BigEndian.PutUint16(tcp[16:18], ^fold(sum(b[14+ipLen:], ps)))
 
-	s.pkt = capture.Packet{Link: layers.LinkTypeEthernet, Time: t, Data: b, Length: n}
+	s.pkt = capture.Packet{Link: capture.LinkTypeEthernet, Time: t, Data: b, Length: n}
 	s.err = s.w.WritePacket(&s.pkt)
 }
 

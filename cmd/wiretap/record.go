@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/spf13/cobra"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -73,7 +72,7 @@ func openRecording(wf writeFlags, synthesised bool) (*recording, error) {
 		r.syn = pcapng.NewSynth(r.w)
 		// The header goes out at once: a file killed before any traffic
 		// is still an (empty) capture.
-		if err := r.w.Begin(layers.LinkTypeEthernet); err != nil {
+		if err := r.w.Begin(capture.LinkTypeEthernet); err != nil {
 			fh.Close()
 			return nil, err
 		}

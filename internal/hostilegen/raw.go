@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wiretap-dev/wiretap/capture"
 )
 
@@ -75,7 +74,7 @@ func tcp(src, dst netip.AddrPort, seq, ack uint32, flags byte, payload []byte) [
 
 // raw writes one Ethernet frame.
 func (c *capw) raw(frame []byte, t time.Time) {
-	p := capture.Packet{Link: layers.LinkTypeEthernet, Time: t, Data: frame, Length: len(frame)}
+	p := capture.Packet{Link: capture.LinkTypeEthernet, Time: t, Data: frame, Length: len(frame)}
 	if err := c.w.WritePacket(&p); err != nil {
 		panic("hostilegen: " + err.Error())
 	}

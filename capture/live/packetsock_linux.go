@@ -1,0 +1,202 @@
+//go:build linux
+
+package live
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// packetSocket is a raw AF_PACKET socket bound to one interface: each read
+// returns one whole link-layer frame as the interface saw it, cut to the
+// snap length. Its descriptor is non-blocking and waits in the Go
+// netpoller, so Close, from any goroutine, ends a read that is waiting.
+type packetSocket struct {
+	file   *os.File
+	conn   syscall.RawConn
+	closed atomic.Bool
+
+	buf []byte // the last frame read; len(buf) is the snap length
+	oob []byte // control messages: auxiliary data and the time stamp
+	iov unix.Iovec
+	msg unix.Msghdr
+
+	// recv is (*packetSocket).recvmsg bound once, so that a read
+	// allocates nothing; it leaves its results in n and errno.
+	recv  func(fd uintptr) bool
+	n     int
+	errno unix.Errno
+}
+
+// Sizes of the control messages asked for, and of a control message
+// header (the offset of its data).
+var (
+	cmsgHdrLen = unix.CmsgLen(0)
+	auxSize    = int(unsafe.Sizeof(unix.TpacketAuxdata{}))
+	tsSize     = int(unsafe.Sizeof(unix.Timespec{}))
+	tvSize     = int(unsafe.Sizeof(unix.Timeval{}))
+)
+
+// htons returns v in network byte order, as sockaddr_ll and socket(2)
+// take a protocol number.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+// openPacketSocket opens a packet socket on the interface of index
+// ifindex that keeps snaplen bytes of each frame and passes only the
+// frames prog accepts (nil: all of them).
+//
+// The socket is opened for no protocol, so it queues nothing until it is
+// bound; the filter is attached before that, so no frame of another
+// interface, nor one the filter refuses, is ever read.
+func openPacketSocket(ifindex, snaplen int, prog []bpf.RawInstruction) (*packetSocket, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return nil, fmt.Errorf("opening a packet socket: %w (it takes root or CAP_NET_RAW)", err)
+		}
+		return nil, fmt.Errorf("opening a packet socket: %w", err)
+	}
+	fail := func(err error) (*packetSocket, error) {
+		unix.Close(fd)
+		return nil, err
+	}
+	oobLen := 0
+	// The auxiliary data tells a frame's length before the filter cut it
+	// to the snap length. Linux has had it since 2.6.21; without it the
+	// length is the one after the cut.
+	if unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1) == nil {
+		oobLen += unix.CmsgSpace(auxSize)
+	}
+	// The kernel's receive time in nanoseconds, else in microseconds, else
+	// read's own time.
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1) == nil {
+		oobLen += unix.CmsgSpace(tsSize)
+	} else if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMP, 1) == nil {
+		oobLen += unix.CmsgSpace(tvSize)
+	}
+	if len(prog) > 0 {
+		f := make([]unix.SockFilter, len(prog))
+		for i, ins := range prog {
+			f[i] = unix.SockFilter{Code: ins.Op, Jt: ins.Jt, Jf: ins.Jf, K: ins.K}
+		}
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}); err != nil {
+			return fail(fmt.Errorf("setting the filter: %w", err))
+		}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
+		return fail(fmt.Errorf("binding a packet socket to the interface: %w", err))
+	}
+	s := &packetSocket{file: os.NewFile(uintptr(fd), "packet socket"), buf: make([]byte, max(snaplen, 1))}
+	if s.conn, err = s.file.SyscallConn(); err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	// Room for one more message than asked for, in uint64s so that the
+	// headers in it are aligned.
+	words := make([]uint64, (oobLen+unix.CmsgSpace(tsSize)+7)/8)
+	s.oob = unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	s.iov.Base = &s.buf[0]
+	s.iov.SetLen(len(s.buf))
+	s.msg.Iov = &s.iov
+	s.msg.SetIovlen(1)
+	s.msg.Control = &s.oob[0]
+	s.recv = s.recvmsg
+	return s, nil
+}
+
+// recvmsg is a syscall.RawConn Read function: it reads one frame into buf
+// and its control messages into oob, and says false, to wait, when none
+// is queued. With MSG_TRUNC it returns the frame's length (after the
+// filter's cut), not the bytes copied.
+func (s *packetSocket) recvmsg(fd uintptr) bool {
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), unix.MSG_TRUNC|unix.MSG_DONTWAIT)
+	if e == unix.EAGAIN || e == unix.EWOULDBLOCK {
+		return false
+	}
+	s.n, s.errno = int(n), e
+	return true
+}
+
+// read waits for the next frame and returns its captured bytes, valid
+// until the next read, its length on the wire and its capture time. Once
+// the socket is closed it returns os.ErrClosed.
+func (s *packetSocket) read() (data []byte, length int, t time.Time, err error) {
+	for {
+		s.msg.SetControllen(len(s.oob))
+		s.msg.Flags = 0
+		if err := s.conn.Read(s.recv); err != nil {
+			if s.closed.Load() {
+				// The poller's "use of closed file", which is not
+				// os.ErrClosed.
+				err = os.ErrClosed
+			}
+			return nil, 0, time.Time{}, err
+		}
+		if s.errno == unix.EINTR {
+			continue
+		}
+		if s.errno != 0 {
+			if s.closed.Load() {
+				return nil, 0, time.Time{}, os.ErrClosed
+			}
+			return nil, 0, time.Time{}, s.errno
+		}
+		break
+	}
+	length = s.n
+	data = s.buf[:min(s.n, len(s.buf))]
+	oob := s.oob[:s.msg.Controllen]
+	if s.msg.Flags&unix.MSG_CTRUNC != 0 {
+		oob = nil
+	}
+	for len(oob) >= cmsgHdrLen {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < cmsgHdrLen || l > len(oob) {
+			break
+		}
+		body := oob[cmsgHdrLen:l]
+		switch {
+		case h.Level == unix.SOL_PACKET && h.Type == unix.PACKET_AUXDATA && len(body) >= auxSize:
+			aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&body[0]))
+			length = max(length, int(aux.Len))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(body) >= tsSize:
+			ts := (*unix.Timespec)(unsafe.Pointer(&body[0]))
+			t = time.Unix(int64(ts.Sec), int64(ts.Nsec))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMP && len(body) >= tvSize:
+			tv := (*unix.Timeval)(unsafe.Pointer(&body[0]))
+			t = time.Unix(int64(tv.Sec), int64(tv.Usec)*1000)
+		}
+		step := unix.CmsgSpace(l - cmsgHdrLen)
+		if step >= len(oob) {
+			break
+		}
+		oob = oob[step:]
+	}
+	if t.IsZero() {
+		t = time.Now()
+	}
+	return data, length, t, nil
+}
+
+// Close closes the socket; a read waiting in another goroutine returns
+// os.ErrClosed. Closing again does nothing.
+func (s *packetSocket) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.file.Close()
+}

@@ -1,0 +1,114 @@
+package live
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/net/bpf"
+)
+
+func openLoopback(t *testing.T, snaplen int, prog []bpf.RawInstruction) *packetSocket {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a packet socket needs root or CAP_NET_RAW")
+	}
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openPacketSocket(lo.Index, snaplen, prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestPacketSocketClose closes a socket, with a filter that passes
+// nothing, while another goroutine waits in read: read returns
+// os.ErrClosed at once.
+func TestPacketSocketClose(t *testing.T) {
+	s := openLoopback(t, 1500, []bpf.RawInstruction{{Op: 0x06, K: 0}}) // ret #0
+	done := make(chan error, 1)
+	go func() {
+		_, _, _, err := s.read()
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("read returned before the close: %v", err)
+	default:
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("read after close: %v, want os.ErrClosed", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("read still waits a second after the close")
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	if _, _, _, err := s.read(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("read on a closed socket: %v, want os.ErrClosed", err)
+	}
+}
+
+// TestPacketSocketUnfiltered reads with no filter, so that the kernel
+// does not cut the frames and recvmsg's MSG_TRUNC length is the whole
+// one, and checks that reading allocates nothing.
+func TestPacketSocketUnfiltered(t *testing.T) {
+	const snap, payload = 64, 500
+	s := openLoopback(t, snap, nil)
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	port := srv.LocalAddr().(*net.UDPAddr).Port
+	// Queue the frames before reading: lo shows each twice, going out and
+	// coming in.
+	const sent = 40
+	before := time.Now()
+	for range sent {
+		if _, err := c.Write(make([]byte, payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := 0
+	allocs := testing.AllocsPerRun(sent, func() {
+		data, length, ts, err := s.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 38 || data[23] != 17 || int(data[36])<<8|int(data[37]) != port {
+			return // other traffic on lo
+		}
+		mine++
+		if len(data) != snap || length != 14+20+8+payload {
+			t.Errorf("captured %d bytes of %d, want %d of %d", len(data), length, snap, 14+20+8+payload)
+		}
+		if ts.Before(before.Add(-time.Second)) || ts.After(time.Now()) {
+			t.Errorf("stamped %v, sent after %v", ts, before)
+		}
+	})
+	if mine == 0 {
+		t.Fatal("none of the datagrams was read")
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations per read, want 0", allocs)
+	}
+}
