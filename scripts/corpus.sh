@@ -207,11 +207,17 @@ if [[ ${1:-} == scale ]]; then
 	"$WIRETAP" bench --uri "$AMQP_URI" -t fanout -s 16 -x 1 -y 1 -a -z "${secs}s" >"$BIN/bench.out" 2>&1 &
 	pid=$!
 	: >"$BIN/ports"
-	while kill -0 "$CAP_PID" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do
+	# Polled often, and once more after the capture stopped: against
+	# wiretap's broker a capture of 100 MB is done in about a second.
+	note_ports() {
 		ss -tnpH "( dport = :$AMQP_PORT )" 2>/dev/null | grep "pid=$pid," |
 			awk '{ n = split($4, a, ":"); print a[n] }' >>"$BIN/ports" || true
-		sleep 0.5
+	}
+	while kill -0 "$CAP_PID" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do
+		note_ports
+		sleep 0.1
 	done
+	note_ports
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
 	capture_stop
