@@ -171,3 +171,46 @@ func TestDefragAgreesWithIP4Defrag(t *testing.T) {
 	}
 	t.Logf("%d datagrams completed, %d drops, the same in both", completed, dropped)
 }
+
+// FuzzDefrag reads its input as a sequence of fragments of one datagram
+// (three bytes each: offset in 8-byte units, flags, payload length; flag
+// 1 is more-fragments, flag 2 cuts the fragment short as a snap length
+// would, flag 4 changes its bytes) and checks defrag.go against
+// ip4defrag after every one, as TestDefragAgreesWithIP4Defrag does.
+func FuzzDefrag(f *testing.F) {
+	f.Add([]byte{0, 1, 16, 2, 0, 8})
+	f.Add([]byte{1, 0, 8, 0, 1, 8})
+	f.Add([]byte{0, 1, 16, 1, 1, 16, 0, 5, 8, 3, 0, 3})
+	f.Add([]byte{0, 1, 3, 0, 0, 200})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		theirs := ip4defrag.NewIPv4Defragmenter()
+		ours := make(map[datagramKey]*ipv4Datagram)
+		for k := 0; k+3 <= len(data) && k < 3*64; k += 3 {
+			off, flags, n := int(data[k])*8, data[k+1], int(data[k+2])
+			payload := make([]byte, n)
+			for i := range payload {
+				payload[i] = byte(off + i)
+				if flags&4 != 0 {
+					payload[i] ^= 0x5a
+				}
+			}
+			ip := ipv4Fragment4(7, off, flags&1 != 0, payload)
+			if flags&2 != 0 && len(ip) > 20 {
+				ip = ip[:20+n/2]
+			}
+			if binary.BigEndian.Uint16(ip[6:8])&0x3fff == 0 {
+				continue
+			}
+			in := new(layers.IPv4)
+			if err := in.DecodeFromBytes(slices.Clone(ip), gopacket.NilDecodeFeedback); err != nil {
+				continue
+			}
+			out, terr := theirs.DefragIPv4WithTimestamp(in, time.Unix(0, 0))
+			got, gdrop := ownDefrag(ours, ip)
+			if (terr != nil) != gdrop || (out != nil) != (got != nil) || out != nil && !bytes.Equal(out.Payload, got) {
+				t.Fatalf("fragment %d (offset %d, flags %d, %d bytes): ip4defrag: dropped %v, completed %v; defrag.go: dropped %v, completed %v",
+					k/3, off, flags, n, terr != nil, out != nil, gdrop, got != nil)
+			}
+		}
+	})
+}
