@@ -59,11 +59,12 @@ func TestFragmentTableBounded(t *testing.T) {
 	asm := NewAssembler(h, &o, stats)
 	peak := 0
 	for {
-		data, ci, link, err := src.next()
+		var p Packet
+		err := src.next(&p)
 		if err != nil {
 			break
 		}
-		asm.Packet(&Packet{Link: link, Time: ci.Timestamp, Data: data, Length: ci.Length})
+		asm.Packet(&p)
 		peak = max(peak, len(asm.datagrams))
 	}
 	asm.Flush()
@@ -105,14 +106,15 @@ func TestPcapngInterfacesBounded(t *testing.T) {
 	o := (*Options)(nil).withDefaults()
 	asm := NewAssembler(h, &o, stats)
 	for {
-		data, ci, link, err := src.next()
+		var p Packet
+		err := src.next(&p)
 		if err != nil {
 			if err.Error() != "EOF" {
 				t.Fatalf("reading: %v", err)
 			}
 			break
 		}
-		asm.Packet(&Packet{Link: link, Time: ci.Timestamp, Data: data, Length: ci.Length})
+		asm.Packet(&p)
 	}
 	asm.Flush()
 	if len(src.ng.ifaces) > MaxInterfaces || cap(src.ng.ifaces) > 2*MaxInterfaces {
@@ -167,7 +169,7 @@ func TestPcapngClaimedLengthNotAllocated(t *testing.T) {
 	}
 	var last error
 	for last == nil {
-		_, _, _, last = src.next()
+		last = src.next(new(Packet))
 	}
 	if last.Error() != "unexpected EOF" {
 		t.Errorf("error %v, want unexpected EOF (cut short)", last)

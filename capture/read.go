@@ -9,8 +9,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-
-	"github.com/gopacket/gopacket"
 )
 
 // File magic numbers: pcap (https://www.ietf.org/archive/id/draft-ietf-opsawg-pcap-04.html
@@ -188,15 +186,13 @@ func (in *Input) Read(h Handler, opt *Options) (*Stats, error) {
 	asm.stable = in.m != nil
 	var p Packet
 	for n := 0; ; n++ {
-		data, ci, link, err := src.next()
-		if err != nil {
+		if err := src.next(&p); err != nil {
 			if err != io.EOF {
 				stats.Truncated = true
 				stats.warn(truncationWarning(in.name, stats.Packets, err))
 			}
 			break
 		}
-		p = Packet{Link: link, Time: ci.Timestamp, Data: data, Length: ci.Length}
 		if o.Tap != nil {
 			o.Tap(&p)
 		}
@@ -258,10 +254,10 @@ func truncationWarning(name string, packets int64, err error) string {
 		" packets (" + err.Error() + "); decoded up to there"
 }
 
-// source yields packet records; data is valid until the next call, or
-// as long as the mapping for a source over one (see openMem).
+// source yields packet records into p; p.Data is valid until the next
+// call, or as long as the mapping for a source over one (see openMem).
 type source struct {
-	next func() ([]byte, gopacket.CaptureInfo, LinkType, error)
+	next func(p *Packet) error
 	ng   *ngReader // for pcapng: its warnings go to Stats
 	// off, for a source over a mapping, is the offset of the next
 	// record in it.
@@ -270,9 +266,9 @@ type source struct {
 
 // ngSource is the source of a pcapng reader.
 func ngSource(ng *ngReader) *source {
-	return &source{ng: ng, next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
-		data, t, length, link, err := ng.next()
-		return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(data), Length: length}, link, err
+	return &source{ng: ng, next: func(p *Packet) (err error) {
+		p.Data, p.Time, p.Length, p.Link, err = ng.next()
+		return err
 	}, off: func() int64 { return ng.off }}
 }
 
@@ -299,9 +295,10 @@ func openMem(mem []byte, name string) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcap file header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
-			data, t, caplen, length, err := pr.next()
-			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: caplen, Length: length}, pr.link, err
+		return &source{next: func(p *Packet) (err error) {
+			p.Data, p.Time, _, p.Length, err = pr.next()
+			p.Link = pr.link
+			return err
 		}, off: func() int64 { return int64(pr.off) }}, nil
 	}
 	return nil, fmt.Errorf("capture: %s: %w", name, ErrNotCapture)
@@ -336,9 +333,10 @@ func openSource(r io.Reader, name string) (*source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: %s: %w (bad pcap file header: %v)", name, ErrNotCapture, err)
 		}
-		return &source{next: func() ([]byte, gopacket.CaptureInfo, LinkType, error) {
-			data, t, caplen, length, err := pr.next()
-			return data, gopacket.CaptureInfo{Timestamp: t, CaptureLength: caplen, Length: length}, pr.link, err
+		return &source{next: func(p *Packet) (err error) {
+			p.Data, p.Time, _, p.Length, err = pr.next()
+			p.Link = pr.link
+			return err
 		}}, nil
 	}
 	return nil, fmt.Errorf("capture: %s: %w", name, ErrNotCapture)
