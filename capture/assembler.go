@@ -648,7 +648,7 @@ func (a *Assembler) defragment(ip []byte, t time.Time) {
 		a.releaseDatagram(dg.bytes)
 		delete(a.datagrams, key) // dropped or completed
 	}
-	if err != nil || !complete || key.proto != 6 {
+	if err != nil || !complete || key.proto != ipProtoTCP {
 		return
 	}
 	payload, err := dg.payload()

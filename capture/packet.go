@@ -38,10 +38,11 @@ const (
 	linkTypeIPv6      LinkType = 229 // LINKTYPE_IPV6
 )
 
-// EtherTypes of the network layers decoded.
+// EtherTypes of the network layers decoded, and TCP's IP protocol number.
 const (
 	etherTypeIPv4 = 0x0800
 	etherTypeIPv6 = 0x86dd
+	ipProtoTCP    = 6
 )
 
 // TCP header flags (RFC 9293 section 3.1).
@@ -129,9 +130,9 @@ func decodeSegment(link LinkType, data []byte, s *segment) decodeResult {
 		data = data[4:]
 	}
 	switch etherType {
-	case 0x0800:
+	case etherTypeIPv4:
 		return decodeIPv4(data, s)
-	case 0x86dd:
+	case etherTypeIPv6:
 		return decodeIPv6(data, s)
 	}
 	return decodedOther
@@ -143,9 +144,9 @@ func etherTypeOfVersion(data []byte) uint16 {
 	}
 	switch data[0] >> 4 {
 	case 4:
-		return 0x0800
+		return etherTypeIPv4
 	case 6:
-		return 0x86dd
+		return etherTypeIPv6
 	}
 	return 0
 }
@@ -165,7 +166,7 @@ func decodeIPv4(data []byte, s *segment) decodeResult {
 		s.fragment = data
 		return decodedFragment
 	}
-	if data[9] != 6 {
+	if data[9] != ipProtoTCP {
 		return decodedOther
 	}
 	var src, dst [4]byte
@@ -206,7 +207,7 @@ func decodeIPv6(data []byte, s *segment) decodeResult {
 	}
 	for {
 		switch next {
-		case 6:
+		case ipProtoTCP:
 			return decodeTCP(data, netip.AddrFrom16(src), netip.AddrFrom16(dst), missing, s)
 		case 0, 43, 60: // hop-by-hop, routing, destination options
 			if len(data) < 8 {
