@@ -2,7 +2,6 @@ package pcapng
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -56,7 +55,7 @@ func (w *PcapWriter) writeHeader(link capture.LinkType) error {
 	binary.LittleEndian.PutUint32(h[16:], pcapSnapLen)
 	binary.LittleEndian.PutUint32(h[20:], uint32(link))
 	if _, err := w.w.Write(h); err != nil {
-		w.err = errors.Join(errors.New("pcap: writing the file header"), err)
+		w.err = fmt.Errorf("pcap: writing the file header: %w", err)
 	}
 	return w.err
 }
@@ -94,7 +93,7 @@ func (w *PcapWriter) WritePacket(p *capture.Packet) error {
 		_, err = w.w.Write(p.Data)
 	}
 	if err != nil {
-		w.err = errors.Join(errors.New("pcap: writing a packet"), err)
+		w.err = fmt.Errorf("pcap: writing a packet: %w", err)
 	}
 	return w.err
 }

@@ -3,7 +3,6 @@ package pcapng
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -148,7 +147,7 @@ func (w *Writer) WritePacket(p *capture.Packet) error {
 	}
 	id, err := w.iface(p.Link)
 	if err != nil {
-		w.err = errors.Join(errors.New("pcapng: writing interface"), err)
+		w.err = fmt.Errorf("pcapng: writing interface: %w", err)
 		return w.err
 	}
 	pad := -len(p.Data) & 3
@@ -173,7 +172,7 @@ func (w *Writer) WritePacket(p *capture.Packet) error {
 		_, err = w.bw.Write(t)
 	}
 	if err != nil {
-		w.err = errors.Join(errors.New("pcapng: writing packet"), err)
+		w.err = fmt.Errorf("pcapng: writing packet: %w", err)
 	}
 	return w.err
 }
@@ -193,7 +192,7 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	if err := w.bw.Flush(); err != nil {
-		w.err = errors.Join(errors.New("pcapng: flushing"), err)
+		w.err = fmt.Errorf("pcapng: flushing: %w", err)
 	}
 	return w.err
 }
@@ -206,7 +205,7 @@ func (w *Writer) Begin(link capture.LinkType) error {
 		return w.err
 	}
 	if _, err := w.iface(link); err != nil {
-		w.err = errors.Join(errors.New("pcapng: writing section header"), err)
+		w.err = fmt.Errorf("pcapng: writing section header: %w", err)
 	}
 	return w.err
 }
@@ -216,7 +215,7 @@ func (w *Writer) Begin(link capture.LinkType) error {
 func (w *Writer) Close() error {
 	if w.bw == nil && w.err == nil {
 		if _, err := w.iface(capture.LinkTypeEthernet); err != nil {
-			w.err = errors.Join(errors.New("pcapng: writing section header"), err)
+			w.err = fmt.Errorf("pcapng: writing section header: %w", err)
 		}
 	}
 	return w.Flush()
