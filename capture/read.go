@@ -147,6 +147,10 @@ func NewInput(r io.Reader, name string) (*Input, error) {
 // handler may then keep them instead of copying them.
 func (in *Input) Stable() bool { return in.m != nil }
 
+// Size returns the size of the input's file in bytes (compressed, for a
+// gzip file), or -1 when it is not a regular file (a pipe).
+func (in *Input) Size() int64 { return in.total }
+
 // Close releases the input: its mapping (no byte of it may be used
 // after) and the file [Open] opened.
 func (in *Input) Close() error {

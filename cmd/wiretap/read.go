@@ -43,16 +43,6 @@ traffic (reported in the output) or when cut short (a warning on stderr);
 }
 
 func runRead(path string, f *decodeFlags) error {
-	// Fresh heap pages in 2 MiB faults rather than 4 KiB ones: the
-	// decoders' slabs and long messages land on pages never touched
-	// before, and on a VM a fault costs microseconds (see hugeheap).
-	// The corpus shapes ran 1.1 to 2.3 times as fast, at the same peak
-	// RSS; 128 MiB covers the largest heap a corpus shape reached (JSON
-	// of AMQP 1.0 multi-frame messages, 74 MB). Advising costs a
-	// collection and a few ms: not worth it for a small file.
-	if fi, err := os.Stat(path); path == "-" || err == nil && fi.Size() >= 16<<20 {
-		hugeheap.Advise(128 << 20)
-	}
 	out := bufio.NewWriterSize(os.Stdout, 256<<10)
 	defer out.Flush()
 	pr, err := newPrinter(f, out)
@@ -97,6 +87,16 @@ func runRead(path string, f *decodeFlags) error {
 		}
 		defer in.Close()
 		opt.StableInput = in.Stable()
+	}
+	// Fresh heap pages in 2 MiB faults rather than 4 KiB ones: the
+	// decoders' slabs and long messages land on pages never touched
+	// before, and on a VM a fault costs microseconds (see hugeheap).
+	// The corpus shapes ran 1.1 to 2.3 times as fast, at the same peak
+	// RSS; 128 MiB covers the largest heap a corpus shape reached (JSON
+	// of AMQP 1.0 multi-frame messages, 74 MB). Advising costs a
+	// collection and a few ms: not worth it for a small file.
+	if in == nil || in.Size() < 0 || in.Size() >= 16<<20 {
+		hugeheap.Advise(128 << 20)
 	}
 	pl := pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink})
 	var stats *capture.Stats

@@ -14,7 +14,7 @@ import (
 // hugePage is the PMD size on the architectures Go supports on Linux
 // (amd64, arm64 with 4 KiB pages, ...); a system with another size
 // reports it in /sys, read by Advise.
-const hugePage = 2 << 20
+const hugePage uintptr = 2 << 20
 
 // Advise marks n bytes of fresh heap for transparent huge pages and
 // returns how many bytes it marked: 0 when the kernel has them off
@@ -23,18 +23,21 @@ const hugePage = 2 << 20
 // n bytes (touching none of them), advises the 2 MiB-aligned part, drops
 // them and collects, so that the allocator hands the range out again.
 func Advise(n int) int {
-	if n < 2*hugePage || os.Getenv("WIRETAP_HUGEPAGES") == "0" {
+	if os.Getenv("WIRETAP_HUGEPAGES") == "0" {
 		return 0
 	}
 	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || bytes.Contains(mode, []byte("[never]")) {
 		return 0
 	}
-	size := uintptr(hugePage)
+	size := hugePage
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"); err == nil {
 		if v := parseUint(bytes.TrimSpace(b)); v > 0 && v&(v-1) == 0 {
 			size = v
 		}
+	}
+	if uintptr(n) < 2*size {
+		return 0 // no whole huge page would be sure to fit
 	}
 	// A fresh span of this size comes straight from the OS: the runtime
 	// knows it is zero and writes nothing to it.
@@ -65,5 +68,3 @@ func parseUint(b []byte) uintptr {
 	}
 	return v
 }
-
-func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }

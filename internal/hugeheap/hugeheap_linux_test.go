@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestAdvise runs Advise in a child process (it must come before the
@@ -57,7 +58,7 @@ func child() {
 		n = 64 << 20
 	}
 	b := make([]byte, 32<<20)
-	p := uint64(uintptrOf(b))
+	p := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
 	covered := 0
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
