@@ -75,24 +75,25 @@ func TestAFPacketSnaplenAndTime(t *testing.T) {
 			ro := r[p.Data[43]]
 			mu.Lock()
 			defer mu.Unlock()
+			// note records the datagram in at and closes done, once.
+			note := func(at *seen, done chan struct{}) bool {
+				if at.length != 0 {
+					t.Errorf("datagram %c%d captured twice", p.Data[42], p.Data[43])
+					return false
+				}
+				*at = seen{len(p.Data), p.Length, p.Time}
+				close(done)
+				return true
+			}
 			switch p.Data[42] {
 			case 'H':
-				if ro.h.length != 0 {
-					t.Errorf("datagram H%d captured twice", p.Data[43])
-					return
+				if note(&ro.h, ro.held) {
+					mu.Unlock()
+					<-ro.release
+					mu.Lock()
 				}
-				ro.h = seen{len(p.Data), p.Length, p.Time}
-				close(ro.held)
-				mu.Unlock()
-				<-ro.release
-				mu.Lock()
 			case 'S':
-				if ro.s.length != 0 {
-					t.Errorf("datagram S%d captured twice", p.Data[43])
-					return
-				}
-				ro.s = seen{len(p.Data), p.Length, p.Time}
-				close(ro.stamped)
+				note(&ro.s, ro.stamped)
 			}
 		}}}
 	ctx, cancel := context.WithCancel(context.Background())
