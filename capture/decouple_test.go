@@ -17,6 +17,9 @@ type recordHandler struct {
 	gaps  map[[2]int]int
 	order []string // "data" / "gap" per call, for the side of interest
 	block chan struct{}
+	// entered, when set, gets a value as a blocked Data call starts
+	// waiting on block.
+	entered chan struct{}
 }
 
 func newRecordHandler() *recordHandler {
@@ -33,6 +36,12 @@ func (h *recordHandler) key(f *Flow, fromA bool) [2]int {
 
 func (h *recordHandler) Data(f *Flow, fromA bool, b []byte, _ time.Time) {
 	if h.block != nil {
+		if h.entered != nil {
+			select {
+			case h.entered <- struct{}{}:
+			default:
+			}
+		}
 		<-h.block
 	}
 	h.mu.Lock()
@@ -103,11 +112,17 @@ func TestDecoupledKeepsOrderAcrossChunks(t *testing.T) {
 func TestDecoupledDropsAsGap(t *testing.T) {
 	h := newRecordHandler()
 	h.block = make(chan struct{})
+	h.entered = make(chan struct{}, 1)
 	const limit = 100 << 10
 	d := NewDecoupled(NewSerial(h), limit)
 	f := d.NewFlow(netip.MustParseAddrPort("127.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2"), time.Now())
 	p := make([]byte, 1000)
-	total := 0
+	// The handler takes the first bytes and stays stuck in them, so what
+	// follows piles up to the limit and the rest is dropped, however the
+	// goroutines are scheduled.
+	d.Data(f, true, p)
+	total := len(p)
+	<-h.entered
 	for range 1000 {
 		d.Data(f, true, p)
 		total += len(p)
