@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -646,5 +647,54 @@ func TestWirePublishFrames(t *testing.T) {
 		if !bytes.Equal(p.c.wbuf, want) {
 			t.Fatalf("publish %d (%d bytes): frames differ from AppendMessage's", i, tc.size)
 		}
+	}
+}
+
+// TestStopBeforeTeardown: a producer publishing as fast as it can is
+// stopped, and its publishes in flight routed, before the teardown deletes
+// the exchange: the broker logs no channel error (404 NOT_FOUND on a
+// publish to the deleted exchange) and no connection cut under it.
+func TestStopBeforeTeardown(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := broker.New(broker.Config{Log: func(msg string) {
+		mu.Lock()
+		logged = append(logged, msg)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Serve(ctx, ln)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		b.Close()
+	}()
+	uri := "amqp://guest:guest@" + ln.Addr().String() + "/"
+	for _, client := range []string{ClientWiretap, ClientAMQP091} {
+		for round := range 5 {
+			cfg := Config{URI: uri, Client: client, ExchangeType: "fanout", Producers: 2, Consumers: 1, AutoAck: true,
+				Duration: 200 * time.Millisecond, Interval: time.Second}
+			if _, err := Run(context.Background(), cfg, io.Discard); err != nil {
+				t.Fatalf("%s round %d: %v", client, round, err)
+			}
+		}
+	}
+	// The broker logs a connection's end after the client's socket closes.
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logged {
+		t.Errorf("broker logged: %s", l)
 	}
 }

@@ -210,7 +210,15 @@ func closeError(m amqp091.Method) error {
 // shutdown closes the connection politely, waiting at most closeGrace for
 // close-ok, then closes the socket. read says whether the caller still owns
 // the reading side (false when a reader goroutine does).
-func (c *wireConn) shutdown(read bool) {
+func (c *wireConn) shutdown(read bool) { c.shutdownAfter(read, nil) }
+
+// shutdownAfter is shutdown for a connection another goroutine reads:
+// after the close is sent, it waits for closed (that goroutine's end, on
+// the broker's close-ok or a read error) before closing the socket. The
+// broker answers close-ok only once it has handled every frame sent
+// before the close, so the publishes in flight are routed by then: the
+// teardown that follows does not delete the exchange under them.
+func (c *wireConn) shutdownAfter(read bool, closed <-chan struct{}) {
 	if c.cut {
 		c.nc.Close()
 		return
@@ -218,7 +226,16 @@ func (c *wireConn) shutdown(read bool) {
 	c.nc.SetDeadline(time.Now().Add(closeGrace))
 	c.wbuf = c.wbuf[:0]
 	c.send(0, &amqp091.ConnectionClose{ReplyCode: 200, ReplyText: []byte("bench done")})
-	if c.flush() == nil && read {
+	switch {
+	case c.flush() != nil:
+	case closed != nil:
+		// The read deadline ends the wait at the latest; the timer is
+		// for a reader that is not reading.
+		select {
+		case <-closed:
+		case <-time.After(closeGrace + closeGrace/2):
+		}
+	case read:
 		for {
 			f, err := c.fr.ReadFrame()
 			if err != nil {
@@ -354,7 +371,7 @@ func (p *wirePublisher) ioCount() uint64 { return p.c.writes }
 func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now().Add(closeGrace)) }
 
 func (p *wirePublisher) close() {
-	p.c.shutdown(false)
+	p.c.shutdownAfter(false, p.done)
 	select {
 	case <-p.done:
 	case <-time.After(closeGrace):
