@@ -132,6 +132,12 @@ type Stats struct {
 	// no room for: a connection's out-of-order segments, an out-of-order
 	// segment not held, the pending IPv4 fragments.
 	BudgetDrops int64
+	// Dropped counts packets the capturing system lost before they were
+	// read (its buffer was full): a live capture's kernel socket drops,
+	// or what a pcapng file's interface statistics blocks report
+	// (isb_ifdrop plus isb_osdrop, as dumpcap writes them at its end).
+	// Their bytes are missing from the connections they belonged to.
+	Dropped int64
 	// Truncated reports that the input ended inside a record or block, or
 	// became unreadable part way; what came before was decoded.
 	Truncated bool

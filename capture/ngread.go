@@ -23,6 +23,7 @@ const (
 	ngBlockOPB       = 0x00000002 // packet (obsolete, appendix A)
 	ngBlockSPB       = 0x00000003 // simple packet
 	ngBlockEPB       = 0x00000006 // enhanced packet
+	ngBlockISB       = 0x00000005 // interface statistics
 	ngBlockSHB       = 0x0a0d0d0a // section header
 	ngByteOrderMagic = 0x1a2b3c4d
 )
@@ -32,6 +33,13 @@ const (
 	ngOptEnd      = 0
 	ngOptTsresol  = 9
 	ngOptTsoffset = 14
+)
+
+// Interface statistics options read (section 4.6): packets dropped by
+// the interface, and by the operating system, since the capture began.
+const (
+	ngOptISBIfdrop = 5
+	ngOptISBOsdrop = 7
 )
 
 // MaxInterfaces bounds the interfaces one pcapng section may describe;
@@ -50,6 +58,10 @@ type ngInterface struct {
 	exp      uint8
 	binary   bool
 	tsoffset int64 // seconds added to every timestamp
+	// dropped is what the interface's last statistics block says was
+	// lost before the capture read it (isb_ifdrop plus isb_osdrop): the
+	// counters are totals since the capture began, so the last one holds.
+	dropped uint64
 }
 
 // ngReader reads packet records from a pcapng stream.
@@ -76,6 +88,45 @@ type ngReader struct {
 	acct    *decode.Account
 	hold    decode.Hold
 	refused bool
+	// droppedBefore is the dropped counts of the interfaces of the
+	// sections before this one.
+	droppedBefore uint64
+}
+
+// dropped returns the packets the statistics blocks read so far say the
+// capturing system lost (see ngInterface.dropped), in all sections.
+func (r *ngReader) dropped() uint64 {
+	n := r.droppedBefore
+	for i := range r.ifaces {
+		n += r.ifaces[i].dropped
+	}
+	return n
+}
+
+// statisticsBlock records an interface statistics block's drop counters.
+// A block too short, or of an interface not kept, is passed over: the
+// statistics are a report, not a reason to stop reading packets.
+func (r *ngReader) statisticsBlock(body []byte) {
+	if len(body) < 12 {
+		return
+	}
+	id := int(r.order.Uint32(body[0:4]))
+	if id >= len(r.ifaces) {
+		return
+	}
+	var dropped uint64
+	for opts := body[12:]; len(opts) >= 4; {
+		code, n := r.order.Uint16(opts[0:2]), int(r.order.Uint16(opts[2:4]))
+		padded := (n + 3) &^ 3
+		if code == ngOptEnd || 4+padded > len(opts) {
+			break
+		}
+		if (code == ngOptISBIfdrop || code == ngOptISBOsdrop) && n == 8 {
+			dropped += r.order.Uint64(opts[4:12])
+		}
+		opts = opts[4+padded:]
+	}
+	r.ifaces[id].dropped = dropped
 }
 
 func (r *ngReader) warnf(msg string) {
@@ -226,6 +277,7 @@ func (r *ngReader) finish(off int64, typ, length uint32, magic [4]byte, b []byte
 // section starts a section from its header block's body (byte-order
 // magic first).
 func (r *ngReader) section(body []byte) {
+	r.droppedBefore = r.dropped()
 	r.ifaces, r.described, r.warned, r.warnedID, r.refused = r.ifaces[:0], 0, false, false, false
 	r.skipSection = len(body) < 8 || r.order.Uint16(body[4:6]) != 1
 	if r.skipSection {
@@ -349,8 +401,11 @@ func (r *ngReader) next() (data []byte, t time.Time, length int, link LinkType, 
 				caplen = min(caplen, int(r.ifaces[0].snaplen))
 			}
 			caplen = min(caplen, len(body))
+		case ngBlockISB:
+			r.statisticsBlock(body)
+			continue
 		default:
-			continue // statistics, name resolution, custom, ...
+			continue // name resolution, custom, ...
 		}
 		if id >= len(r.ifaces) {
 			if id < r.described {

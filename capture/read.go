@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 )
@@ -209,6 +210,13 @@ func (in *Input) Read(h Handler, opt *Options) (*Stats, error) {
 		}
 	}
 	asm.Flush()
+	if src.ng != nil {
+		stats.Dropped = int64(min(src.ng.dropped(), math.MaxInt64))
+		if stats.Dropped > 0 {
+			stats.warn("capture: " + in.name + ": its interface statistics report " + strconv.FormatInt(stats.Dropped, 10) +
+				" packets dropped while capturing; the connections they belonged to have gaps")
+		}
+	}
 	if o.Progress != nil {
 		done := in.total // a mapping is read to its end
 		if in.m == nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"golang.org/x/net/bpf"
@@ -64,5 +65,9 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	}
 	sock.Close()
 	asm.Flush()
+	if stats.Dropped = sock.dropped(); stats.Dropped > 0 {
+		stats.Warnings = append(stats.Warnings, "capture: "+cfg.Interface+": the kernel dropped "+strconv.FormatInt(stats.Dropped, 10)+
+			" packets that wiretap did not read in time; the connections they belonged to have gaps")
+	}
 	return stats, nil
 }

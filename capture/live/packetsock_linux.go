@@ -24,6 +24,9 @@ type packetSocket struct {
 	file   *os.File
 	conn   syscall.RawConn
 	closed atomic.Bool
+	// drops is the frames the kernel dropped because the socket's
+	// buffer was full, as of the last collect.
+	drops atomic.Int64
 
 	buf []byte // the last frame read; len(buf) is the snap length
 	oob []byte // control messages: auxiliary data and the time stamp
@@ -198,5 +201,20 @@ func (s *packetSocket) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.collect()
 	return s.file.Close()
 }
+
+// collect adds what the kernel counted as dropped since the last call
+// (PACKET_STATISTICS, which resets the counters it returns) to drops.
+func (s *packetSocket) collect() {
+	_ = s.conn.Control(func(fd uintptr) {
+		if st, err := unix.GetsockoptTpacketStats(int(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil {
+			s.drops.Add(int64(st.Drops))
+		}
+	})
+}
+
+// dropped returns the frames the kernel dropped, up to the close (or the
+// last collect).
+func (s *packetSocket) dropped() int64 { return s.drops.Load() }

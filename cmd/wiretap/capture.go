@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,14 +52,32 @@ packets to a pcapng file as they are captured.`,
 			if engine == "auto" {
 				engine = live.EngineAuto
 			}
+			ended := make(chan *capture.Stats, 1)
+			var started atomic.Bool
 			src := func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error {
-				_, err := live.Run(ctx, &live.Config{
+				started.Store(true)
+				stats, err := live.Run(ctx, &live.Config{
 					Interface: iface, Filter: bpf, Engine: engine,
 					Options: &capture.Options{Tap: tap},
 				}, h)
+				ended <- stats
 				return err
 			}
-			return liveRun(&f, headless, "capture "+iface, w, false, src, budget)
+			err = liveRun(&f, headless, "capture "+iface, w, false, src, budget)
+			// What the capture lost (kernel drops, a dumpcap that
+			// stopped) is said at the end, as dumpcap does. The TUI
+			// returns as the capture is told to stop: give it a moment.
+			if !started.Load() {
+				return err
+			}
+			select {
+			case stats := <-ended:
+				if stats != nil {
+					warnStats(stats)
+				}
+			case <-time.After(2 * time.Second):
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&iface, "interface", "i", "", "interface to capture on (\"any\" for all)")

@@ -117,16 +117,21 @@ func runRead(path string, f *decodeFlags) error {
 	if err := pr.finish(pl); err != nil {
 		return inputErr(fmt.Errorf("writing output: %w", err))
 	}
+	warnStats(stats)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wiretap: warning:", err)
+	}
+	return nil
+}
+
+// warnStats prints a capture's warnings on stderr.
+func warnStats(stats *capture.Stats) {
 	for _, w := range stats.Warnings {
 		fmt.Fprintln(os.Stderr, "wiretap: warning:", w)
 	}
 	if stats.MoreWarnings > 0 {
 		fmt.Fprintln(os.Stderr, "wiretap: warning:", stats.MoreWarnings, "more warnings")
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "wiretap: warning:", err)
-	}
-	return nil
 }
 
 // parallelSink hands units to fn on another goroutine, in batches, in
