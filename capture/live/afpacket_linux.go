@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"golang.org/x/net/bpf"
@@ -37,12 +38,33 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 			return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 		}
 	}
-	sock, err := openPacketSocket(ifi.Index, snaplen(cfg), prog)
+	sock, err := openPacketSocketBuffer(ifi.Index, snaplen(cfg), cfg.Buffer, prog)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 	}
 	stop := context.AfterFunc(ctx, func() { sock.Close() })
 	defer stop()
+	if cfg.Dropped != nil {
+		// The kernel's counters, read once a second: what the TUI shows
+		// while the capture runs.
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					if !sock.closed.Load() {
+						sock.collect()
+					}
+					cfg.Dropped.Store(sock.dropped())
+				}
+			}
+		}()
+	}
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -65,7 +87,11 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	}
 	sock.Close()
 	asm.Flush()
-	if stats.Dropped = sock.dropped(); stats.Dropped > 0 {
+	stats.Dropped = sock.dropped()
+	if cfg.Dropped != nil {
+		cfg.Dropped.Store(stats.Dropped)
+	}
+	if stats.Dropped > 0 {
 		stats.Warnings = append(stats.Warnings, "capture: "+cfg.Interface+": the kernel dropped "+strconv.FormatInt(stats.Dropped, 10)+
 			" packets that wiretap did not read in time; the connections they belonged to have gaps")
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"net"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,3 +216,73 @@ type discard struct{}
 func (discard) Data(*capture.Flow, bool, []byte, time.Time) {}
 func (discard) Gap(*capture.Flow, bool, int, time.Time)     {}
 func (discard) Close(*capture.Flow, time.Time)              {}
+
+// TestAFPacketDroppedWhileRunning: a capture whose reader is held up
+// while a burst fills its small buffer reports the kernel's drops in
+// Config.Dropped while it still runs, then in its Stats with a warning.
+func TestAFPacketDroppedWhileRunning(t *testing.T) {
+	requireRoot(t)
+	var dropped atomic.Int64
+	var once sync.Once
+	hold := make(chan struct{})
+	cfg := &live.Config{Interface: "lo", Engine: live.EngineAFPacket, Buffer: 64 << 10, Dropped: &dropped,
+		Options: &capture.Options{Tap: func(*capture.Packet) { once.Do(func() { <-hold }) }}}
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		stats *capture.Stats
+		err   error
+	}
+	res := make(chan result, 1)
+	go func() {
+		s, err := live.Run(ctx, cfg, discard{})
+		res <- result{s, err}
+	}()
+	select {
+	case <-ready:
+	case r := <-res:
+		t.Fatalf("capture did not start: %v", r.err)
+	}
+	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := make([]byte, 1000)
+	for range 3000 {
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for dropped.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	during := dropped.Load()
+	close(hold)
+	if during == 0 {
+		t.Error("no drops reported while the capture ran, 3 s after a burst of 3,000 packets into a 64 KiB buffer")
+	}
+	cancel()
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.stats.Dropped < during || dropped.Load() != r.stats.Dropped {
+		t.Errorf("Stats.Dropped %d, Config.Dropped %d at the end, %d while running", r.stats.Dropped, dropped.Load(), during)
+	}
+	warned := false
+	for _, w := range r.stats.Warnings {
+		warned = warned || strings.Contains(w, "the kernel dropped "+strconv.FormatInt(r.stats.Dropped, 10)+" packets")
+	}
+	if !warned {
+		t.Errorf("no warning of the drops: %q", r.stats.Warnings)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -43,6 +44,16 @@ type Config struct {
 	Options *capture.Options
 	// Ready, when set, is called once the capture has started.
 	Ready func()
+	// Buffer is the capture buffer in bytes (dumpcap's -B, in whole MiB
+	// there; the packet socket's SO_RCVBUF for afpacket); 0 leaves each
+	// engine's default (2 MiB for dumpcap, the system's for afpacket).
+	// A larger buffer is what keeps a burst from being dropped while the
+	// decoders catch up.
+	Buffer int
+	// Dropped, when set, holds the packets the kernel dropped so far,
+	// updated about once a second while the capture runs (afpacket; dumpcap
+	// says its drops only as it ends, in Stats.Dropped).
+	Dropped *atomic.Int64
 }
 
 // Capture captures iface with filter until ctx is done and feeds h; it is
@@ -91,6 +102,9 @@ func snaplen(cfg *Config) int {
 // runDumpcap reads the pcapng dumpcap writes to its standard output.
 func runDumpcap(ctx context.Context, cfg *Config, opt *capture.Options, h capture.Handler) (*capture.Stats, error) {
 	args := []string{"-q", "-i", cfg.Interface, "-s", strconv.Itoa(snaplen(cfg)), "-w", "-"}
+	if cfg.Buffer > 0 {
+		args = append(args, "-B", strconv.Itoa(max(1, (cfg.Buffer+(1<<20)-1)>>20)))
+	}
 	if cfg.Filter != "" {
 		args = append(args, "-f", cfg.Filter)
 	}

@@ -65,6 +65,14 @@ func htons(v uint16) uint16 {
 // bound; the filter is attached before that, so no frame of another
 // interface, nor one the filter refuses, is ever read.
 func openPacketSocket(ifindex, snaplen int, prog []bpf.RawInstruction) (*packetSocket, error) {
+	return openPacketSocketBuffer(ifindex, snaplen, 0, prog)
+}
+
+// openPacketSocketBuffer is openPacketSocket with a receive buffer of
+// buffer bytes (0: the system's default). SO_RCVBUFFORCE passes the
+// system's maximum (net.core.rmem_max), which root may; without it the
+// request is capped there.
+func openPacketSocketBuffer(ifindex, snaplen, buffer int, prog []bpf.RawInstruction) (*packetSocket, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
@@ -89,6 +97,15 @@ func openPacketSocket(ifindex, snaplen int, prog []bpf.RawInstruction) (*packetS
 		oobLen += unix.CmsgSpace(tsSize)
 	} else if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMP, 1) == nil {
 		oobLen += unix.CmsgSpace(tvSize)
+	}
+	if buffer > 0 {
+		// The kernel doubles what it is asked (for its bookkeeping), so
+		// half is asked.
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, max(buffer/2, 1)); err != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, max(buffer/2, 1)); err != nil {
+				return fail(fmt.Errorf("setting the receive buffer to %d bytes: %w", buffer, err))
+			}
+		}
 	}
 	if len(prog) > 0 {
 		f := make([]unix.SockFilter, len(prog))

@@ -155,3 +155,28 @@ func TestPacketSocketDrops(t *testing.T) {
 		t.Errorf("%d frames dropped, want at least %d of the %d sent to a 4 KiB buffer", n, sent/2, sent)
 	}
 }
+
+// TestPacketSocketBuffer: the receive buffer asked for is the one the
+// socket gets (the kernel reports twice what it was asked, its
+// bookkeeping included).
+func TestPacketSocketBuffer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a packet socket needs root or CAP_NET_RAW")
+	}
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{64 << 10, 8 << 20} {
+		s, err := openPacketSocketBuffer(lo.Index, 1500, size, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		s.conn.Control(func(fd uintptr) { got, err = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF) })
+		s.Close()
+		if err != nil || got != size {
+			t.Errorf("asked %d bytes, SO_RCVBUF says %d (%v)", size, got, err)
+		}
+	}
+}

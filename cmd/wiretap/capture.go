@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/wiretap-dev/wiretap/capture"
 	"github.com/wiretap-dev/wiretap/capture/live"
+	"github.com/wiretap-dev/wiretap/tui"
 )
 
 func init() { extraCommands = append(extraCommands, newCaptureCmd) }
@@ -22,6 +24,7 @@ func newCaptureCmd() *cobra.Command {
 		engine   string
 		headless bool
 		memory   memoryFlag
+		bufSize  string
 	)
 	cmd := &cobra.Command{
 		Use:   "capture -i IFACE [-f BPF] [-w OUT.pcapng] [--headless]",
@@ -52,18 +55,33 @@ packets to a pcapng file as they are captured.`,
 			if engine == "auto" {
 				engine = live.EngineAuto
 			}
+			buffer, err := parseSize(bufSize)
+			if err != nil || buffer < 0 || buffer > 1<<40 {
+				return usageErr("capture: --buffer-size %s: want a size such as 64MiB, or 0 for the engine's default", bufSize)
+			}
 			ended := make(chan *capture.Stats, 1)
 			var started atomic.Bool
+			var dropped atomic.Int64
 			src := func(ctx context.Context, h capture.Handler, tap func(*capture.Packet)) error {
 				started.Store(true)
 				stats, err := live.Run(ctx, &live.Config{
-					Interface: iface, Filter: bpf, Engine: engine,
-					Options: &capture.Options{Tap: tap},
+					Interface: iface, Filter: bpf, Engine: engine, Buffer: int(buffer),
+					Options: &capture.Options{Tap: tap}, Dropped: &dropped,
 				}, h)
 				ended <- stats
 				return err
 			}
-			err = liveRun(&f, headless, "capture "+iface, w, false, src, budget)
+			// The statistics view (S) says what the kernel dropped so far.
+			drops := func(o *tui.Options) {
+				o.Warnings = func() []string {
+					if n := dropped.Load(); n > 0 {
+						return []string{"capture: " + iface + ": the kernel has dropped " + strconv.FormatInt(n, 10) +
+							" packets that wiretap did not read in time (a larger --buffer-size helps with bursts); the connections they belonged to have gaps"}
+					}
+					return nil
+				}
+			}
+			err = liveRun(&f, headless, "capture "+iface, w, false, src, budget, drops)
 			// What the capture lost (kernel drops, a dumpcap that
 			// stopped) is said at the end, as dumpcap does. The TUI
 			// returns as the capture is told to stop: give it a moment.
@@ -85,6 +103,7 @@ packets to a pcapng file as they are captured.`,
 	w.register(cmd, "also write the captured packets to this pcapng file as they are captured")
 	cmd.Flags().StringVar(&engine, "engine", live.EngineAuto, "capture engine: auto, dumpcap or afpacket")
 	cmd.Flags().BoolVar(&headless, "headless", false, "print instead of opening the TUI")
+	cmd.Flags().StringVarP(&bufSize, "buffer-size", "B", "0", "capture buffer (KiB, MiB, GiB; 0: the engine's default): what the kernel holds while the decoders catch up")
 	memory.register(cmd)
 	f.register(cmd)
 	return cmd

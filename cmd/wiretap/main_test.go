@@ -323,6 +323,7 @@ func TestExitStatus(t *testing.T) {
 		{"compress-sim on a connection that is not there", []string{"compress-sim", "--conn", "2", "../../testdata/pgsql-libpq.pcapng"}, 1, "no PostgreSQL backend messages in connection 2"},
 		{"compress-sim without postgres", []string{"compress-sim", cut}, 1, "no PostgreSQL backend messages in"},
 		{"capture with a bad engine", []string{"capture", "-i", "lo", "--engine", "bogus", "--headless"}, 2, "--engine \"bogus\": want auto, dumpcap or afpacket"},
+		{"capture with a bad buffer size", []string{"capture", "-i", "lo", "--buffer-size", "lots", "--headless"}, 2, "--buffer-size lots: want a size such as 64MiB"},
 		{"replay with a bad filter", []string{"replay", "--filter", "amqp.methd == 1", cut}, 2, "--filter: unknown field \"amqp.methd\" at column 1; did you mean amqp.method?"},
 		{"replay with a bad memory size", []string{"replay", "--memory", "lots", cut}, 2, "--memory lots: want a size such as 512MiB"},
 		{"broker with a bad memory size", []string{"broker", "--memory", "-1KiB"}, 2, "--memory -1KiB: want a size such as 512MiB"},
