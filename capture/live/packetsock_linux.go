@@ -29,9 +29,12 @@ type packetSocket struct {
 	drops atomic.Int64
 
 	buf []byte // the last frame read; len(buf) is the snap length
-	oob []byte // control messages: auxiliary data and the time stamp
-	iov unix.Iovec
-	msg unix.Msghdr
+	// head is buf with vlanTagLen bytes before it, where a VLAN tag the
+	// kernel took out of the frame is put back.
+	head []byte
+	oob  []byte // control messages: auxiliary data and the time stamp
+	iov  unix.Iovec
+	msg  unix.Msghdr
 
 	// recv is (*packetSocket).recvmsg bound once, so that a read
 	// allocates nothing; it leaves its results in n and errno.
@@ -119,7 +122,8 @@ func openPacketSocketBuffer(ifindex, snaplen, buffer int, prog []bpf.RawInstruct
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
 		return fail(fmt.Errorf("binding a packet socket to the interface: %w", err))
 	}
-	s := &packetSocket{file: os.NewFile(uintptr(fd), "packet socket"), buf: make([]byte, max(snaplen, 1))}
+	head := make([]byte, vlanTagLen+max(snaplen, 1))
+	s := &packetSocket{file: os.NewFile(uintptr(fd), "packet socket"), buf: head[vlanTagLen:], head: head}
 	if s.conn, err = s.file.SyscallConn(); err != nil {
 		s.file.Close()
 		return nil, err
@@ -178,6 +182,7 @@ func (s *packetSocket) read() (data []byte, length int, t time.Time, err error) 
 	}
 	length = s.n
 	data = s.buf[:min(s.n, len(s.buf))]
+	var vlan *unix.TpacketAuxdata
 	oob := s.oob[:s.msg.Controllen]
 	if s.msg.Flags&unix.MSG_CTRUNC != 0 {
 		oob = nil
@@ -193,6 +198,11 @@ func (s *packetSocket) read() (data []byte, length int, t time.Time, err error) 
 		case h.Level == unix.SOL_PACKET && h.Type == unix.PACKET_AUXDATA && len(body) >= auxSize:
 			aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&body[0]))
 			length = max(length, int(aux.Len))
+			// Kernels before 3.0 say nothing of validity: a non-zero TCI
+			// is a tag there (libpcap's rule).
+			if aux.Status&unix.TP_STATUS_VLAN_VALID != 0 || aux.Vlan_tci != 0 {
+				vlan = aux
+			}
 		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(body) >= tsSize:
 			ts := (*unix.Timespec)(unsafe.Pointer(&body[0]))
 			t = time.Unix(int64(ts.Sec), int64(ts.Nsec))
@@ -206,10 +216,32 @@ func (s *packetSocket) read() (data []byte, length int, t time.Time, err error) 
 		}
 		oob = oob[step:]
 	}
+	if vlan != nil && len(data) >= 2*6 {
+		data, length = s.restoreVLAN(data, vlan), length+vlanTagLen
+	}
 	if t.IsZero() {
 		t = time.Now()
 	}
 	return data, length, t, nil
+}
+
+// vlanTagLen is the size of an 802.1Q tag: its TPID and its TCI.
+const vlanTagLen = 4
+
+// restoreVLAN puts back, after the two MAC addresses, the VLAN tag the
+// kernel (or the NIC) took out of the frame in data and reported in the
+// auxiliary data, as libpcap does: the frame is then the one on the wire.
+// data is s.buf's start; the bytes move into the head room before it.
+func (s *packetSocket) restoreVLAN(data []byte, aux *unix.TpacketAuxdata) []byte {
+	tpid := uint16(0x8100)
+	if aux.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 && aux.Vlan_tpid != 0 {
+		tpid = aux.Vlan_tpid
+	}
+	out := s.head[:vlanTagLen+len(data)]
+	copy(out, data[:12])
+	out[12], out[13] = byte(tpid>>8), byte(tpid)
+	out[14], out[15] = byte(aux.Vlan_tci>>8), byte(aux.Vlan_tci)
+	return out
 }
 
 // Close closes the socket; a read waiting in another goroutine returns
