@@ -181,24 +181,7 @@ func TestAFPacketCancel(t *testing.T) {
 	if _, err := exec.LookPath("tcpdump"); err == nil {
 		cfg.Filter = "udp port 9 and udp port 7" // nothing
 	}
-	ready := make(chan struct{})
-	cfg.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		stats *capture.Stats
-		err   error
-	}
-	res := make(chan result, 1)
-	go func() {
-		s, err := live.Run(ctx, cfg, discard{})
-		res <- result{s, err}
-	}()
-	select {
-	case <-ready:
-	case r := <-res:
-		t.Fatalf("capture did not start: %v", r.err)
-	}
+	res, cancel := startCapture(t, cfg)
 	time.Sleep(50 * time.Millisecond) // let the capture wait in its read
 	cancel()
 	select {
@@ -209,6 +192,33 @@ func TestAFPacketCancel(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the capture did not end within a second of the cancel")
 	}
+}
+
+// result is what live.Run returned.
+type result struct {
+	stats *capture.Stats
+	err   error
+}
+
+// startCapture runs cfg into discard until cancel, or the end of the
+// test; it returns once the capture has started.
+func startCapture(t *testing.T, cfg *live.Config) (<-chan result, context.CancelFunc) {
+	t.Helper()
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	res := make(chan result, 1)
+	go func() {
+		s, err := live.Run(ctx, cfg, discard{})
+		res <- result{s, err}
+	}()
+	select {
+	case <-ready:
+	case r := <-res:
+		t.Fatalf("capture did not start: %v", r.err)
+	}
+	return res, cancel
 }
 
 type discard struct{}
@@ -227,34 +237,8 @@ func TestAFPacketDroppedWhileRunning(t *testing.T) {
 	hold := make(chan struct{})
 	cfg := &live.Config{Interface: "lo", Engine: live.EngineAFPacket, Buffer: 64 << 10, Dropped: &dropped,
 		Options: &capture.Options{Tap: func(*capture.Packet) { once.Do(func() { <-hold }) }}}
-	ready := make(chan struct{})
-	cfg.Ready = func() { close(ready) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		stats *capture.Stats
-		err   error
-	}
-	res := make(chan result, 1)
-	go func() {
-		s, err := live.Run(ctx, cfg, discard{})
-		res <- result{s, err}
-	}()
-	select {
-	case <-ready:
-	case r := <-res:
-		t.Fatalf("capture did not start: %v", r.err)
-	}
-	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	res, cancel := startCapture(t, cfg)
+	c, _ := live.UDPLoopback(t)
 	p := make([]byte, 1000)
 	for range 3000 {
 		if _, err := c.Write(p); err != nil {

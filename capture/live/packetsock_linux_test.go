@@ -72,17 +72,7 @@ func TestPacketSocketClose(t *testing.T) {
 func TestPacketSocketUnfiltered(t *testing.T) {
 	const snap, payload = 64, 500
 	s := openLoopback(t, snap, nil)
-	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	port := srv.LocalAddr().(*net.UDPAddr).Port
+	c, port := udpLoopback(t)
 	// Queue the frames before reading: lo shows each twice, going out and
 	// coming in.
 	const sent = 40
@@ -129,16 +119,7 @@ func TestPacketSocketDrops(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	c, err := net.DialUDP("udp4", nil, srv.LocalAddr().(*net.UDPAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := udpLoopback(t)
 	const sent = 2000
 	p := make([]byte, 1000)
 	for range sent {

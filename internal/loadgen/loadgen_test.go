@@ -327,13 +327,17 @@ func brokerURI(t *testing.T) string {
 }
 
 // embeddedURI starts wiretap's broker in this process.
-func embeddedURI(t *testing.T) string {
+func embeddedURI(t *testing.T) string { return embeddedWith(t, broker.Config{}) }
+
+// embeddedWith starts wiretap's broker with cfg in this process, until
+// the end of the test.
+func embeddedWith(t *testing.T, cfg broker.Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(broker.Config{})
+	b, err := broker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,30 +661,11 @@ func TestWirePublishFrames(t *testing.T) {
 func TestStopBeforeTeardown(t *testing.T) {
 	var mu sync.Mutex
 	var logged []string
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := broker.New(broker.Config{Log: func(msg string) {
+	uri := embeddedWith(t, broker.Config{Log: func(msg string) {
 		mu.Lock()
 		logged = append(logged, msg)
 		mu.Unlock()
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.Serve(ctx, ln)
-	}()
-	defer func() {
-		cancel()
-		<-done
-		b.Close()
-	}()
-	uri := "amqp://guest:guest@" + ln.Addr().String() + "/"
 	for _, client := range []string{ClientWiretap, ClientAMQP091} {
 		for round := range 5 {
 			cfg := Config{URI: uri, Client: client, ExchangeType: "fanout", Producers: 2, Consumers: 1, AutoAck: true,
