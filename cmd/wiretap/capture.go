@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -92,6 +94,8 @@ packets to a pcapng file as they are captured.`,
 			case stats := <-ended:
 				if stats != nil {
 					warnStats(stats)
+					// tcpdump's and dumpcap's last words.
+					fmt.Fprintf(os.Stderr, "wiretap: capture %s: %d packets captured, %d dropped\n", iface, stats.Packets, stats.Dropped)
 				}
 			case <-time.After(2 * time.Second):
 			}

@@ -616,6 +616,9 @@ func TestCaptureWriteRedacted(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("capture: %v; stderr %s", err, stderr.String())
 	}
+	if !regexp.MustCompile(`wiretap: capture lo: [1-9][0-9]* packets captured, [0-9]+ dropped\n`).MatchString(stderr.String()) {
+		t.Errorf("no count of the packets captured and dropped on stderr: %q", stderr.String())
+	}
 	us := readJSON(t, "--show-secrets", "--raw", path)
 	sasl := 0
 	for _, u := range us {
