@@ -181,6 +181,11 @@ func (m *Model) titleBar() string {
 	if p := m.st.Problems(); p > 0 {
 		parts = append(parts, sy.Sym.Warning+" "+group(p)+" with problems")
 	}
+	if m.opt.Dropped != nil {
+		if n := m.opt.Dropped(); n > 0 {
+			parts = append(parts, sy.Sym.Warning+" "+group(int(n))+" packets dropped")
+		}
+	}
 	s := " " + strings.Join(parts, " │ ")
 	return sy.Title.Render(fitLine(s, m.w))
 }

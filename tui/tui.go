@@ -80,6 +80,10 @@ type Options struct {
 	// stopping (a capture cut short, a limit reached), as `read` prints
 	// them on stderr; the statistics view lists them.
 	Warnings func() []string
+	// Dropped, if set, returns the packets a live capture has lost so
+	// far before they were read (a full kernel buffer); the title says
+	// so once there are any.
+	Dropped func() int64
 
 	// KeyMap and Styles override the defaults.
 	KeyMap *keys.KeyMap

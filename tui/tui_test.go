@@ -701,3 +701,19 @@ func TestConnCommandSaysWhatExists(t *testing.T) {
 		t.Fatalf("status %q", d.m.status)
 	}
 }
+
+// TestTitleSaysDropped: a live source's dropped packets appear in the
+// title once there are any.
+func TestTitleSaysDropped(t *testing.T) {
+	var n int64
+	d := newDriver(t, Options{Title: "capture lo", Live: true, Dropped: func() int64 { return n }}, 160, 30)
+	d.feed(fake.Generate(10, 1), false)
+	if s := d.screen(); strings.Contains(s, "dropped") {
+		t.Errorf("nothing dropped, yet the title says so:\n%s", strings.SplitN(s, "\n", 2)[0])
+	}
+	n = 12345
+	d.feed(fake.Generate(10, 1), false)
+	if title := strings.SplitN(d.screen(), "\n", 2)[0]; !strings.Contains(title, "12,345 packets dropped") {
+		t.Errorf("title %q: want the 12,345 packets dropped", title)
+	}
+}

@@ -73,8 +73,10 @@ packets to a pcapng file as they are captured.`,
 				ended <- stats
 				return err
 			}
-			// The statistics view (S) says what the kernel dropped so far.
+			// The title and the statistics view (S) say what the kernel
+			// dropped so far.
 			drops := func(o *tui.Options) {
+				o.Dropped = dropped.Load
 				o.Warnings = func() []string {
 					if n := dropped.Load(); n > 0 {
 						return []string{"capture: " + iface + ": the kernel has dropped " + strconv.FormatInt(n, 10) +
