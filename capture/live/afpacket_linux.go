@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -87,13 +86,8 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 	}
 	sock.Close()
 	asm.Flush()
-	stats.Dropped = sock.dropped()
-	if cfg.Dropped != nil {
-		cfg.Dropped.Store(stats.Dropped)
-	}
-	if stats.Dropped > 0 {
-		stats.Warnings = append(stats.Warnings, "capture: "+cfg.Interface+": the kernel dropped "+strconv.FormatInt(stats.Dropped, 10)+
-			" packets that wiretap did not read in time; the connections they belonged to have gaps")
+	if stats.Dropped = sock.dropped(); stats.Dropped > 0 {
+		stats.Warnings = append(stats.Warnings, DroppedWarning(cfg.Interface, stats.Dropped))
 	}
 	return stats, nil
 }

@@ -83,13 +83,28 @@ func Run(ctx context.Context, cfg *Config, h capture.Handler) (*capture.Stats, e
 			engine = EngineDumpcap
 		}
 	}
+	var run func(context.Context, *Config, *capture.Options, capture.Handler) (*capture.Stats, error)
 	switch engine {
 	case EngineDumpcap:
-		return runDumpcap(ctx, cfg, &opt, h)
+		run = runDumpcap
 	case EngineAFPacket:
-		return runAFPacket(ctx, cfg, &opt, h)
+		run = runAFPacket
+	default:
+		return nil, fmt.Errorf("capture: unknown engine %q (want %q or %q)", cfg.Engine, EngineDumpcap, EngineAFPacket)
 	}
-	return nil, fmt.Errorf("capture: unknown engine %q (want %q or %q)", cfg.Engine, EngineDumpcap, EngineAFPacket)
+	stats, err := run(ctx, cfg, &opt, h)
+	if stats != nil && cfg.Dropped != nil {
+		// The final count, whichever engine counted it.
+		cfg.Dropped.Store(stats.Dropped)
+	}
+	return stats, err
+}
+
+// DroppedWarning says that the kernel dropped n packets on iface: the
+// warning an AF_PACKET capture ends with, and what a TUI shows meanwhile.
+func DroppedWarning(iface string, n int64) string {
+	return "capture: " + iface + ": the kernel dropped " + strconv.FormatInt(n, 10) +
+		" packets that wiretap did not read in time (a larger --buffer-size helps with bursts); the connections they belonged to have gaps"
 }
 
 func snaplen(cfg *Config) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +28,7 @@ func newCaptureCmd() *cobra.Command {
 		bufSize  string
 	)
 	cmd := &cobra.Command{
-		Use:   "capture -i IFACE [-f BPF] [-w OUT.pcapng] [--headless]",
+		Use:   "capture -i IFACE [-f BPF] [-B SIZE] [-w OUT.pcapng] [--headless]",
 		Short: "Capture live traffic from an interface and decode it",
 		Long: `capture listens on an interface (root or CAP_NET_RAW needed) and decodes
 AMQP and PostgreSQL traffic as it passes: in the TUI, or printed like
@@ -79,8 +78,7 @@ packets to a pcapng file as they are captured.`,
 				o.Dropped = dropped.Load
 				o.Warnings = func() []string {
 					if n := dropped.Load(); n > 0 {
-						return []string{"capture: " + iface + ": the kernel has dropped " + strconv.FormatInt(n, 10) +
-							" packets that wiretap did not read in time (a larger --buffer-size helps with bursts); the connections they belonged to have gaps"}
+						return []string{live.DroppedWarning(iface, n)}
 					}
 					return nil
 				}
