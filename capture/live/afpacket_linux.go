@@ -37,7 +37,7 @@ func runAFPacket(ctx context.Context, cfg *Config, opt *capture.Options, h captu
 			return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 		}
 	}
-	sock, err := openPacketSocketBuffer(ifi.Index, snaplen(cfg), cfg.Buffer, prog)
+	sock, err := openPacketSocket(ifi.Index, snaplen(cfg), cfg.Buffer, prog)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %s: %w", cfg.Interface, err)
 	}

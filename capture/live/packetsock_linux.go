@@ -67,15 +67,11 @@ func htons(v uint16) uint16 {
 // The socket is opened for no protocol, so it queues nothing until it is
 // bound; the filter is attached before that, so no frame of another
 // interface, nor one the filter refuses, is ever read.
-func openPacketSocket(ifindex, snaplen int, prog []bpf.RawInstruction) (*packetSocket, error) {
-	return openPacketSocketBuffer(ifindex, snaplen, 0, prog)
-}
-
-// openPacketSocketBuffer is openPacketSocket with a receive buffer of
-// buffer bytes (0: the system's default). SO_RCVBUFFORCE passes the
-// system's maximum (net.core.rmem_max), which root may; without it the
-// request is capped there.
-func openPacketSocketBuffer(ifindex, snaplen, buffer int, prog []bpf.RawInstruction) (*packetSocket, error) {
+//
+// buffer is the receive buffer in bytes (0: the system's default).
+// SO_RCVBUFFORCE passes the system's maximum (net.core.rmem_max), which
+// root may; without it the request is capped there.
+func openPacketSocket(ifindex, snaplen, buffer int, prog []bpf.RawInstruction) (*packetSocket, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {

@@ -23,7 +23,7 @@ func openLoopback(t *testing.T, snaplen int, prog []bpf.RawInstruction) *packetS
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openPacketSocket(lo.Index, snaplen, prog)
+	s, err := openPacketSocket(lo.Index, snaplen, 0, prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestPacketSocketBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, size := range []int{64 << 10, 8 << 20} {
-		s, err := openPacketSocketBuffer(lo.Index, 1500, size, nil)
+		s, err := openPacketSocket(lo.Index, 1500, size, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestPacketSocketRestoresVLAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := openPacketSocket(ifB.Index, 1500, nil)
+	s, err := openPacketSocket(ifB.Index, 1500, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
