@@ -208,17 +208,14 @@ func closeError(m amqp091.Method) error {
 }
 
 // shutdown closes the connection politely, waiting at most closeGrace for
-// close-ok, then closes the socket. read says whether the caller still owns
-// the reading side (false when a reader goroutine does).
-func (c *wireConn) shutdown(read bool) { c.shutdownAfter(read, nil) }
-
-// shutdownAfter is shutdown for a connection another goroutine reads:
-// after the close is sent, it waits for closed (that goroutine's end, on
-// the broker's close-ok or a read error) before closing the socket. The
-// broker answers close-ok only once it has handled every frame sent
-// before the close, so the publishes in flight are routed by then: the
-// teardown that follows does not delete the exchange under them.
-func (c *wireConn) shutdownAfter(read bool, closed <-chan struct{}) {
+// close-ok, then closes the socket. reader is nil when the caller owns the
+// reading side, which shutdown then reads close-ok from; otherwise it is
+// closed when the goroutine that reads ends (on close-ok or a read error),
+// and shutdown waits for it. The broker answers close-ok only once it has
+// handled every frame sent before the close, so the publishes in flight
+// are routed by then: the teardown that follows does not delete the
+// exchange under them.
+func (c *wireConn) shutdown(reader <-chan struct{}) {
 	if c.cut {
 		c.nc.Close()
 		return
@@ -228,14 +225,14 @@ func (c *wireConn) shutdownAfter(read bool, closed <-chan struct{}) {
 	c.send(0, &amqp091.ConnectionClose{ReplyCode: 200, ReplyText: []byte("bench done")})
 	switch {
 	case c.flush() != nil:
-	case closed != nil:
+	case reader != nil:
 		// The read deadline ends the wait at the latest; the timer is
 		// for a reader that is not reading.
 		select {
-		case <-closed:
+		case <-reader:
 		case <-time.After(closeGrace + closeGrace/2):
 		}
-	case read:
+	default:
 		for {
 			f, err := c.fr.ReadFrame()
 			if err != nil {
@@ -371,7 +368,7 @@ func (p *wirePublisher) ioCount() uint64 { return p.c.writes }
 func (p *wirePublisher) interrupt() { p.c.nc.SetDeadline(time.Now().Add(closeGrace)) }
 
 func (p *wirePublisher) close() {
-	p.c.shutdownAfter(false, p.done)
+	p.c.shutdown(p.done)
 	select {
 	case <-p.done:
 	case <-time.After(closeGrace):
@@ -489,7 +486,7 @@ func (s *wireSubscriber) ack(tag uint64, multiple bool) error {
 	return nil
 }
 
-func (s *wireSubscriber) close() { s.c.shutdown(true) }
+func (s *wireSubscriber) close() { s.c.shutdown(nil) }
 
 // ioCount counts the consumer's reads and writes (acks), both on the
 // consuming goroutine.
