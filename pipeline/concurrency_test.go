@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wiretap-dev/wiretap/capture"
@@ -34,5 +35,56 @@ func TestFieldsOnAnotherGoroutine(t *testing.T) {
 		if n := <-done; n == 0 {
 			t.Errorf("%s: no units", path)
 		}
+	}
+}
+
+// TestObserveLater checks Config.ObserveLater: with the immutability
+// check run by the caller on a goroutine of its own, after the sink, every
+// unit renders as it does with the check inline, and the check's report
+// is the same. Run with -race: the check annotates units the decoder has
+// emitted while it goes on decoding.
+func TestObserveLater(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/*.pcap*")
+	modified := 0
+	for _, path := range files {
+		var inline [][]byte
+		p := New(Config{Sink: func(u *decode.Unit) {
+			inline = append(inline, output.AppendJSON(nil, u, output.JSONOptions{Raw: true}))
+		}})
+		capture.ReadFile(path, p, nil)
+		p.Finish()
+		want := p.Immutability().Summary()
+		modified += p.Immutability().Report().Modified
+
+		ch := make(chan *decode.Unit, 64)
+		done := make(chan [][]byte)
+		var later *Pipeline
+		go func() {
+			var got [][]byte
+			for u := range ch {
+				later.Observe(u)
+				got = append(got, output.AppendJSON(nil, u, output.JSONOptions{Raw: true}))
+			}
+			done <- got
+		}()
+		later = New(Config{ObserveLater: true, Sink: func(u *decode.Unit) { ch <- u }})
+		capture.ReadFile(path, later, nil)
+		later.Finish()
+		close(ch)
+		got := <-done
+		if len(got) != len(inline) {
+			t.Fatalf("%s: %d units observed later, %d inline", path, len(got), len(inline))
+		}
+		for i := range got {
+			if string(got[i]) != string(inline[i]) {
+				t.Fatalf("%s: unit %d differs:\nlater:  %s\ninline: %s", path, i+1, got[i], inline[i])
+			}
+		}
+		if g, w := strings.Join(later.Immutability().Summary(), "\n"), strings.Join(want, "\n"); g != w {
+			t.Errorf("%s: immutability summary observed later:\n%s\ninline:\n%s", path, g, w)
+		}
+	}
+	if modified == 0 {
+		t.Error("no capture in testdata has a bare message the broker modified: the annotation path went untested")
 	}
 }

@@ -31,6 +31,14 @@ type Config struct {
 	// MaxConns bounds the connections tracked at once (0: no limit beyond
 	// what the capture layer enforces).
 	MaxConns int
+	// ObserveLater leaves the AMQP 1.0 immutability check to the caller,
+	// so that it can run on a goroutine other than the decoding one: the
+	// pipeline no longer hands units to [Pipeline.Immutability] as it
+	// emits them, and the caller must call [Pipeline.Observe] for every
+	// unit Sink gets, in the order Sink gets them, before anything reads
+	// the unit's warnings or field tree. The check annotates the units
+	// that leave a broker, and pairs them across connections in order.
+	ObserveLater bool
 }
 
 // Pipeline turns reassembled TCP byte streams into numbered units.
@@ -104,6 +112,16 @@ func (p *Pipeline) Budget() *decode.Budget { return p.opt.Budget }
 
 // Immutability returns the AMQP 1.0 bare-message tracker.
 func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
+
+// Observe hands an emitted unit to the immutability check. The pipeline
+// calls it itself unless [Config.ObserveLater] is set; the caller then
+// calls it for every unit, in output order, on one goroutine at a time
+// (which need not be the decoding one).
+func (p *Pipeline) Observe(u *decode.Unit) {
+	if u.Proto == decode.ProtoAMQP10 {
+		p.imm.Observe(u)
+	}
+}
 
 func (p *Pipeline) state(f *capture.Flow) *conn {
 	if c, ok := p.conns[f]; ok {
@@ -382,8 +400,8 @@ func (p *Pipeline) emit(u *decode.Unit) {
 			c.Checksums[ck.Status]++
 		}
 	}
-	if u.Proto == decode.ProtoAMQP10 {
-		p.imm.Observe(u)
+	if !p.cfg.ObserveLater {
+		p.Observe(u)
 	}
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(u)

@@ -67,8 +67,12 @@ func runRead(path string, f *decodeFlags) error {
 	// one goroutine of its own.
 	var sink func(*decode.Unit)
 	var wait func() error
-	if pr.render != nil {
-		r := newParallelRender(pr)
+	var pl *pipeline.Pipeline
+	observeLater := pr.render != nil
+	if observeLater {
+		// The immutability check runs as a stage of its own, beside the
+		// decoding (set before the first unit reaches it).
+		r := newParallelRender(pr, func(u *decode.Unit) { pl.Observe(u) })
 		sink, wait = r.add, r.close
 	} else {
 		s := newParallelSink(pr.Unit)
@@ -98,7 +102,7 @@ func runRead(path string, f *decodeFlags) error {
 	if in == nil || in.Size() < 0 || in.Size() >= 16<<20 {
 		hugeheap.Advise(128 << 20)
 	}
-	pl := pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink})
+	pl = pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink, ObserveLater: observeLater})
 	var stats *capture.Stats
 	if path == "-" {
 		// A capture piped in: `tcpdump -w - | wiretap read -`.
