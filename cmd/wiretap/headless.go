@@ -213,7 +213,6 @@ const (
 	renderInFlight   = 8
 )
 
-//
 // stage, when not nil, is called for every unit, in order, on a goroutine
 // of its own, before the unit is rendered: the pipeline's immutability
 // check (pipeline.Config.ObserveLater), which would otherwise cost the
