@@ -86,6 +86,32 @@ type direction struct {
 	comp  Composite
 	msg   Message
 	sum   []byte
+	// props is scratch for a message's properties: clearing a Composite
+	// of its own for every message cost more than scanning it.
+	props Composite
+	// lastLink is the link name of the last transfer's (channel, handle),
+	// as links holds it: a connection's transfers mostly follow one
+	// another on one link, and the look-up cost a tenth of a small
+	// transfer's summary. Attach and detach, which change links, clear it.
+	lastLink linkCache
+}
+
+// linkCache is one entry of direction.links, remembered.
+type linkCache struct {
+	key   linkKey
+	name  string
+	found bool
+	valid bool
+}
+
+// link returns the name links has for key, if any.
+func (st *direction) link(key linkKey) (string, bool) {
+	if c := &st.lastLink; c.valid && c.key == key {
+		return c.name, c.found
+	}
+	name, ok := st.links[key]
+	st.lastLink = linkCache{key: key, name: name, found: ok, valid: true}
+	return name, ok
 }
 
 // delivery is a message being reassembled from transfers (§2.6.14).
@@ -484,6 +510,7 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 		// maxLinkName bytes per connection (a name only labels summaries).
 		if k := (linkKey{u.Channel, uint32(h)}); len(st.links) < maxLinks || st.links[k] != "" {
 			st.links[k] = string(name[:min(len(name), maxLinkName)])
+			st.lastLink.valid = false
 		}
 		s = appendStr(s, " name=", b, c, 0)
 		s = appendUint(s, " handle=", b, c, 1)
@@ -516,6 +543,7 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 				s = strconv.AppendQuote(s, name)
 				if cl, _ := c.Bool(b, 1); cl {
 					delete(st.links, linkKey{u.Channel, uint32(h)})
+					st.lastLink.valid = false
 				}
 			}
 		}

@@ -211,14 +211,27 @@ func checksumEntry(b []byte, k, v Value) (alg string, expected uint32, ok bool) 
 // they are, ulongs in decimal, uuids in their canonical form, binary in
 // hex), or "" when the message has none.
 func (m *Message) MessageID(b []byte) string {
+	var c Composite
+	return m.messageID(b, &c, nil)
+}
+
+// messageID is MessageID with c as scratch; text, when not nil, makes
+// the string of an id the message holds as text (the decoder carves it
+// from its slab).
+func (m *Message) messageID(b []byte, c *Composite, text func([]byte) string) string {
 	if m.Properties < 0 {
 		return ""
 	}
-	var c Composite
 	if c.Set(b, m.Sections[m.Properties].Value) != nil {
 		return ""
 	}
-	return idText(b, &c, 0)
+	if f, ok := c.Field(0); ok && text != nil {
+		switch f.Code {
+		case CodeStr8, CodeStr32, CodeSym8, CodeSym32:
+			return text(b[f.Data:f.End])
+		}
+	}
+	return idText(b, c, 0)
 }
 
 func idText(b []byte, c *Composite, i int) string {

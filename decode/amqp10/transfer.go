@@ -109,7 +109,7 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		return s
 	}
 	key := linkKey{u.Channel, t.Handle}
-	link, hasLink := st.links[key]
+	link, hasLink := st.link(key)
 	s = append(s, " handle="...)
 	s = strconv.AppendUint(s, uint64(t.Handle), 10)
 	if hasLink {
@@ -245,7 +245,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	cm.Message.Sections = d.sections(st.msg.Sections)
 	m := &cm.Message
 	u.SetExt(cm)
-	u.SetMessageID(m.MessageID(cm.Bytes))
+	u.SetMessageID(d.messageID(st, m, cm.Bytes))
 	if u.MessageID() != "" {
 		s = append(s, " message-id="...)
 		s = appendQuoted(s, []byte(u.MessageID()))
@@ -341,3 +341,9 @@ func (d *Decoder) sections(secs []Section) []Section {
 
 // checksum returns a zero verdict that the message owns.
 func (d *Decoder) checksum() *decode.Checksum { return decode.Carve(&d.ckSlab, checksumSlab) }
+
+// messageID is m's properties.message-id, its text carved from the
+// decoder's slab: no allocation of its own per message.
+func (d *Decoder) messageID(st *direction, m *Message, b []byte) string {
+	return m.messageID(b, &st.props, d.text)
+}
