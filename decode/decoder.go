@@ -69,6 +69,13 @@ type Options struct {
 	// must outlive them: a sink that keeps units for longer (a store
 	// that freezes them) leaves it unset.
 	StableInput bool
+	// LateSummaries has decoders leave to be made later the summaries
+	// that depend on nothing but a unit's own bytes (AMQP 0-9-1 methods
+	// outside the connection class: their summary is then
+	// amqp091.SummaryLater), so that they can be made on another
+	// goroutine than the decoding one (pipeline.Config.Staged does, and
+	// fills them in before a unit reaches anything that reads it).
+	LateSummaries bool
 }
 
 // Default limits.

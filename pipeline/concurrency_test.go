@@ -38,12 +38,12 @@ func TestFieldsOnAnotherGoroutine(t *testing.T) {
 	}
 }
 
-// TestObserveLater checks Config.ObserveLater: with the immutability
-// check run by the caller on a goroutine of its own, after the sink, every
-// unit renders as it does with the check inline, and the check's report
-// is the same. Run with -race: the check annotates units the decoder has
-// emitted while it goes on decoding.
-func TestObserveLater(t *testing.T) {
+// TestStaged checks Config.Staged: with the stage (the immutability
+// check, the late summaries) run by the caller on a goroutine of its own,
+// after the sink, every unit renders as it does with the stage inline,
+// and the check's report is the same. Run with -race: the stage annotates
+// units the decoder has emitted while it goes on decoding.
+func TestStaged(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/*.pcap*")
 	modified := 0
 	for _, path := range files {
@@ -58,30 +58,30 @@ func TestObserveLater(t *testing.T) {
 
 		ch := make(chan *decode.Unit, 64)
 		done := make(chan [][]byte)
-		var later *Pipeline
+		var staged *Pipeline
 		go func() {
 			var got [][]byte
 			for u := range ch {
-				later.Observe(u)
+				staged.Stage(u)
 				got = append(got, output.AppendJSON(nil, u, output.JSONOptions{Raw: true}))
 			}
 			done <- got
 		}()
-		later = New(Config{ObserveLater: true, Sink: func(u *decode.Unit) { ch <- u }})
-		capture.ReadFile(path, later, nil)
-		later.Finish()
+		staged = New(Config{Staged: true, Sink: func(u *decode.Unit) { ch <- u }})
+		capture.ReadFile(path, staged, nil)
+		staged.Finish()
 		close(ch)
 		got := <-done
 		if len(got) != len(inline) {
-			t.Fatalf("%s: %d units observed later, %d inline", path, len(got), len(inline))
+			t.Fatalf("%s: %d units staged, %d inline", path, len(got), len(inline))
 		}
 		for i := range got {
 			if string(got[i]) != string(inline[i]) {
-				t.Fatalf("%s: unit %d differs:\nlater:  %s\ninline: %s", path, i+1, got[i], inline[i])
+				t.Fatalf("%s: unit %d differs:\nstaged: %s\ninline: %s", path, i+1, got[i], inline[i])
 			}
 		}
-		if g, w := strings.Join(later.Immutability().Summary(), "\n"), strings.Join(want, "\n"); g != w {
-			t.Errorf("%s: immutability summary observed later:\n%s\ninline:\n%s", path, g, w)
+		if g, w := strings.Join(staged.Immutability().Summary(), "\n"), strings.Join(want, "\n"); g != w {
+			t.Errorf("%s: immutability summary staged:\n%s\ninline:\n%s", path, g, w)
 		}
 	}
 	if modified == 0 {

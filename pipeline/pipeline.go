@@ -31,14 +31,16 @@ type Config struct {
 	// MaxConns bounds the connections tracked at once (0: no limit beyond
 	// what the capture layer enforces).
 	MaxConns int
-	// ObserveLater leaves the AMQP 1.0 immutability check to the caller,
-	// so that it can run on a goroutine other than the decoding one: the
-	// pipeline no longer hands units to [Pipeline.Immutability] as it
-	// emits them, and the caller must call [Pipeline.Observe] for every
-	// unit Sink gets, in the order Sink gets them, before anything reads
-	// the unit's warnings or field tree. The check annotates the units
-	// that leave a broker, and pairs them across connections in order.
-	ObserveLater bool
+	// Staged leaves to the caller the work on units that need not be
+	// done on the decoding goroutine, so that it can be done on another:
+	// the AMQP 1.0 immutability check (which annotates the units that
+	// leave a broker, and pairs them across connections in order) and
+	// the summaries that depend on nothing but a unit's bytes
+	// ([decode.Options.LateSummaries]). The caller must call
+	// [Pipeline.Stage] for every unit Sink gets, in the order Sink gets
+	// them, on one goroutine at a time, before anything reads the unit's
+	// summary, warnings or field tree.
+	Staged bool
 }
 
 // Pipeline turns reassembled TCP byte streams into numbered units.
@@ -53,8 +55,10 @@ type Pipeline struct {
 	unsorted bool
 	n        int
 	imm      *amqp10.Immutability
-	last     time.Time
-	sorts    int // sorts of all (for tests: at most one per Conns call)
+	// late makes the summaries the decoders leave to Stage.
+	late  amqp091.Summarizer
+	last  time.Time
+	sorts int // sorts of all (for tests: at most one per Conns call)
 }
 
 type conn struct {
@@ -85,6 +89,11 @@ func New(cfg Config) *Pipeline {
 	if opt == nil {
 		opt = decode.DefaultOptions()
 	}
+	if cfg.Staged && !opt.LateSummaries {
+		o := *opt
+		o.LateSummaries = true
+		opt = &o
+	}
 	return &Pipeline{
 		cfg:   cfg,
 		opt:   opt,
@@ -113,13 +122,15 @@ func (p *Pipeline) Budget() *decode.Budget { return p.opt.Budget }
 // Immutability returns the AMQP 1.0 bare-message tracker.
 func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 
-// Observe hands an emitted unit to the immutability check. The pipeline
-// calls it itself unless [Config.ObserveLater] is set; the caller then
-// calls it for every unit, in output order, on one goroutine at a time
-// (which need not be the decoding one).
-func (p *Pipeline) Observe(u *decode.Unit) {
-	if u.Proto == decode.ProtoAMQP10 {
+// Stage does to an emitted unit what [Config.Staged] leaves to the
+// caller: it makes the summary its decoder left empty, and hands it to
+// the immutability check.
+func (p *Pipeline) Stage(u *decode.Unit) {
+	switch u.Proto {
+	case decode.ProtoAMQP10:
 		p.imm.Observe(u)
+	case decode.ProtoAMQP091:
+		p.late.Summarize(u)
 	}
 }
 
@@ -400,8 +411,8 @@ func (p *Pipeline) emit(u *decode.Unit) {
 			c.Checksums[ck.Status]++
 		}
 	}
-	if !p.cfg.ObserveLater {
-		p.Observe(u)
+	if !p.cfg.Staged {
+		p.imm.Observe(u)
 	}
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(u)

@@ -68,11 +68,12 @@ func runRead(path string, f *decodeFlags) error {
 	var sink func(*decode.Unit)
 	var wait func() error
 	var pl *pipeline.Pipeline
-	observeLater := pr.render != nil
-	if observeLater {
-		// The immutability check runs as a stage of its own, beside the
-		// decoding (set before the first unit reaches it).
-		r := newParallelRender(pr, func(u *decode.Unit) { pl.Observe(u) })
+	staged := pr.render != nil
+	if staged {
+		// What of a unit need not be done by the decoding goroutine is
+		// done by a stage of its own, beside it (pl is set before the
+		// first unit reaches it).
+		r := newParallelRender(pr, func(u *decode.Unit) { pl.Stage(u) })
 		sink, wait = r.add, r.close
 	} else {
 		s := newParallelSink(pr.Unit)
@@ -102,7 +103,7 @@ func runRead(path string, f *decodeFlags) error {
 	if in == nil || in.Size() < 0 || in.Size() >= 16<<20 {
 		hugeheap.Advise(128 << 20)
 	}
-	pl = pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink, ObserveLater: observeLater})
+	pl = pipeline.New(pipeline.Config{Options: opt, DecodeAs: decodeAs, Sink: sink, Staged: staged})
 	var stats *capture.Stats
 	if path == "-" {
 		// A capture piped in: `tcpdump -w - | wiretap read -`.

@@ -70,6 +70,13 @@ type Decoder struct {
 	// direction: runs of identical ones (a publisher's publish, header and
 	// body, over and over) share one string.
 	last [2][3]string
+	// lastHeader is the last content header's payload (in its unit's
+	// Raw) and summary, per direction: fanout repeats one header over
+	// and over, and comparing its bytes costs less than summarising it.
+	lastHeader [2]struct {
+		payload []byte
+		summary string
+	}
 	// inflight is the body bytes copied for messages not yet complete, on
 	// all channels: bounded by Options.MaxMessage.
 	inflight int
@@ -734,7 +741,14 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		return
 	}
 	u.Type = info.Name
-	s := appendMethodSummary(d.scratch[:0], info, p[4:])
+	// A method's summary is made of its arguments alone, but for the
+	// connection class's, which carry a peer's properties and
+	// credentials: those are always made here.
+	late := d.opt.LateSummaries && class != ClassConnection
+	s := d.scratch[:0]
+	if !late {
+		s = appendMethodSummary(s, info, p[4:])
+	}
 	if d.md == nil {
 		d.md = new(MethodDecoder)
 	}
@@ -775,6 +789,11 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		}
 		a.method, a.methodUnit, a.d, a.dir, a.channel = p, u, d, dir, u.Channel
 		ds.put(u.Channel, a)
+	}
+	if late {
+		d.scratch = s
+		u.Summary = SummaryLater // the Summarizer's to make
+		return
 	}
 	u.Summary = d.summary(u.Dir, 0, s)
 }
@@ -870,7 +889,14 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		d.drop(ds, u.Channel)
 		return
 	}
-	u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr))
+	if last := &d.lastHeader[dir&1]; last.summary != "" && bytes.Equal(p, last.payload) {
+		// The same properties and size as the last header: the same
+		// summary, not made again.
+		u.Summary = last.summary
+	} else {
+		u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr))
+		last.payload, last.summary = p, u.Summary
+	}
 	a := ds.msg(u.Channel)
 	if a == nil {
 		u.Warn("content header without a method that carries content")
