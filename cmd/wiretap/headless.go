@@ -187,7 +187,10 @@ type parallelRender struct {
 	jobs  chan *renderJob
 	order chan *renderJob
 	// staged, when there is a stage (see newParallelRender), takes the
-	// batches to it first.
+	// batches to it first. It holds none: a queue of its own let the
+	// decoder run further ahead, and the JSON of large AMQP 0-9-1 bodies
+	// took its heap to the soft limit (129 -> 179 MB) and twice the time
+	// one run in two.
 	staged chan *renderJob
 	done   chan struct{}
 	err    error
@@ -262,7 +265,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit)) *parallelRender {
 		}()
 	}
 	if stage != nil {
-		r.staged = make(chan *renderJob, renderInFlight)
+		r.staged = make(chan *renderJob)
 		go func() {
 			for j := range r.staged {
 				for _, u := range j.units {
