@@ -826,21 +826,7 @@ func (d *Decoder) redactSecrets(u *decode.Unit, info *MethodInfo, args []byte) (
 	default:
 		return nil
 	}
-	fs, _ := dissectArgs(newArgWalk(args, info.Args), 0, "")
-	var mech string
-	secret, end := args[len(args):], 0
-	for _, f := range fs {
-		end = max(end, f.Offset+f.Length)
-		switch f.Key {
-		case "mechanism":
-			mech, _ = f.Value.(string)
-		case name:
-			secret = args[f.Offset+4 : f.Offset+f.Length]
-		}
-	}
-	if len(secret) == 0 && end < len(args) {
-		secret, mech = args[end:], "" // the secret is cut or unreadable
-	}
+	mech, secret := secretOf(args, info, name)
 	switch mech {
 	case "PLAIN":
 		// authzid NUL authcid NUL passwd (RFC 4616).
@@ -872,6 +858,35 @@ func (d *Decoder) redactSecrets(u *decode.Unit, info *MethodInfo, args []byte) (
 		overwrite(secret)
 	}
 	return user
+}
+
+// secretOf finds the argument name (a longstr) of a method's arguments
+// and the SASL mechanism named beside it; when the arguments end before
+// the secret does, the secret is everything from where they could no
+// longer be read, and the mechanism is unknown. The arguments are walked
+// as dissectArgs walks them, without the field tree of client-properties
+// that it would build and nothing here reads (a tenth of the short
+// connections' CPU time).
+func secretOf(args []byte, info *MethodInfo, name string) (mech string, secret []byte) {
+	secret, end := args[len(args):], 0
+	w := newArgWalk(args, info.Args)
+	for {
+		var f decode.Field
+		if i, _, _ := w.next(0, &f); i < 0 {
+			break
+		}
+		end = max(end, f.Offset+f.Length)
+		switch f.Key {
+		case "mechanism":
+			mech, _ = f.Value.(string)
+		case name:
+			secret = args[f.Offset+4 : f.Offset+f.Length]
+		}
+	}
+	if len(secret) == 0 && end < len(args) {
+		secret, mech = args[end:], "" // the secret is cut or unreadable
+	}
+	return mech, secret
 }
 
 func overwrite(b []byte) {
