@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -61,14 +62,33 @@ type datagramKey struct {
 }
 
 // flowKey is a connection's 4-tuple with the lower address first, so both
-// directions find the same connection.
-type flowKey struct{ lo, hi netip.AddrPort }
+// directions find the same connection: each side as its address in 16
+// bytes, its port and whether it is IPv4 (an IPv4-mapped IPv6 address is
+// another address), in one array, which the map hashes in one pass.
+// Two netip.AddrPort, hashed field by field, cost 4% of the CPU time of
+// a capture of short connections. Packets carry no IPv6 zones.
+type flowKey [2 * flowSide]byte
+
+const flowSide = 16 + 2 + 1
 
 func keyOf(a, b netip.AddrPort) flowKey {
 	if a.Compare(b) > 0 {
 		a, b = b, a
 	}
-	return flowKey{a, b}
+	var k flowKey
+	putFlowSide(k[:flowSide], a)
+	putFlowSide(k[flowSide:], b)
+	return k
+}
+
+func putFlowSide(dst []byte, ap netip.AddrPort) {
+	addr := ap.Addr()
+	a16 := addr.As16()
+	copy(dst, a16[:])
+	binary.BigEndian.PutUint16(dst[16:], ap.Port())
+	if addr.Is4() {
+		dst[18] = 1
+	}
 }
 
 type conn struct {
