@@ -123,8 +123,9 @@ func (p *Pipeline) Budget() *decode.Budget { return p.opt.Budget }
 func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 
 // Stage does to an emitted unit what [Config.Staged] leaves to the
-// caller: it makes the summary its decoder left empty, and hands it to
-// the immutability check.
+// caller (and emit does itself otherwise): it makes the summary its
+// decoder left to be made later, and hands AMQP 1.0 units to the
+// immutability check.
 func (p *Pipeline) Stage(u *decode.Unit) {
 	switch u.Proto {
 	case decode.ProtoAMQP10:
@@ -412,7 +413,7 @@ func (p *Pipeline) emit(u *decode.Unit) {
 		}
 	}
 	if !p.cfg.Staged {
-		p.imm.Observe(u)
+		p.Stage(u)
 	}
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(u)
