@@ -85,12 +85,12 @@ type Decoder struct {
 	acct    *decode.Account
 	lastFed time.Time     // time of the latest bytes fed
 	units   []decode.Unit // unit slab
-	raw     []byte        // byte slab
-	msgSlab []message     // message slab
+	raw     byteSlab
+	msgSlab []message // message slab
 	// Sizes of the next slabs: they start small and double up to the
 	// constants below, so that many short connections (60k of them in a
 	// hostile capture) do not cost a full slab each.
-	unitsNext, rawNext, msgNext int
+	unitsNext, msgNext int
 	// md decodes methods of both directions (a method's value is used
 	// before the next is decoded); allocated at the first method frame, as
 	// it weighs 2.5 KB and a hostile capture opens 60k connections that
@@ -623,12 +623,7 @@ func (d *Decoder) stable() bool { return d.ref }
 // becomes the scratch buffer for the next one.
 func (d *Decoder) text(s []byte) string {
 	d.scratch = s
-	if len(s) > rawCarved {
-		return string(s)
-	}
-	b := d.carve(s)
-	// The carved bytes are never written again: the string is immutable.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return d.raw.text(s)
 }
 
 // summary is text for a frame of kind (0 method, 1 header, 2 body) in
@@ -646,16 +641,37 @@ func (d *Decoder) summary(dir decode.Dir, kind int, s []byte) string {
 }
 
 // carve returns a copy of b that the unit owns.
-func (d *Decoder) carve(b []byte) []byte {
+func (d *Decoder) carve(b []byte) []byte { return d.raw.carve(b) }
+
+// byteSlab is where small frames' bytes and summaries are copied to:
+// one allocation serves many of them.
+type byteSlab struct {
+	buf  []byte
+	next int // the next slab's size (see nextSlab)
+}
+
+// carve returns a copy of b: from the slab, or of its own when b is
+// larger than rawCarved.
+func (s *byteSlab) carve(b []byte) []byte {
 	if len(b) > rawCarved {
 		return append([]byte(nil), b...)
 	}
-	if cap(d.raw)-len(d.raw) < len(b) {
-		d.raw = make([]byte, 0, max(nextSlab(&d.rawNext, rawSlab), len(b)))
+	if cap(s.buf)-len(s.buf) < len(b) {
+		s.buf = make([]byte, 0, max(nextSlab(&s.next, rawSlab), len(b)))
 	}
-	n := len(d.raw)
-	d.raw = append(d.raw, b...)
-	return d.raw[n:len(d.raw):len(d.raw)]
+	n := len(s.buf)
+	s.buf = append(s.buf, b...)
+	return s.buf[n:len(s.buf):len(s.buf)]
+}
+
+// text returns a copy of b as a string, carved as carve does.
+func (s *byteSlab) text(b []byte) string {
+	if len(b) > rawCarved {
+		return string(b)
+	}
+	c := s.carve(b)
+	// The carved bytes are never written again: the string is immutable.
+	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
 func (d *Decoder) emitProtocolHeader(dir decode.Dir, pos int64, raw []byte, t time.Time) {

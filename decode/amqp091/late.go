@@ -3,7 +3,6 @@ package amqp091
 import (
 	"bytes"
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -24,7 +23,7 @@ type Summarizer struct {
 	scratch []byte
 	// slab is what summaries are carved from: a string each would cost
 	// an allocation a unit.
-	slab []byte
+	slab byteSlab
 }
 
 // SummaryLater is the summary a decoder gives a unit whose summary it
@@ -54,20 +53,6 @@ func (z *Summarizer) Summarize(u *decode.Unit) {
 		return
 	}
 	z.scratch = appendMethodSummary(z.scratch[:0], info, p[4:])
-	u.Summary = z.text(z.scratch)
+	u.Summary = z.slab.text(z.scratch)
 	last.payload, last.summary = p, u.Summary
-}
-
-// text returns s as a string carved from the slab.
-func (z *Summarizer) text(s []byte) string {
-	if len(s) > rawCarved {
-		return string(s)
-	}
-	if cap(z.slab)-len(z.slab) < len(s) {
-		z.slab = make([]byte, 0, rawSlab)
-	}
-	n := len(z.slab)
-	z.slab = append(z.slab, s...)
-	// The carved bytes are never written again: the string is immutable.
-	return unsafe.String(&z.slab[n], len(s))
 }
