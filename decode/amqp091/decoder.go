@@ -68,12 +68,11 @@ type Decoder struct {
 	scratch  []byte
 	// last holds the last summary of method, header and body frames per
 	// direction: runs of identical ones (a publisher's publish, header and
-	// body, over and over) share one string.
-	last [2][3]string
-	// lastHeader is the last content header's payload (in its unit's
-	// Raw) and summary, per direction: fanout repeats one header over
-	// and over, and comparing its bytes costs less than summarising it.
-	lastHeader [2]struct {
+	// body, over and over) share one string. payload, when not nil, is
+	// the frame payload (in its unit's Raw) the summary was made of
+	// alone: a frame with the same bytes takes it without its being
+	// made again (see repeated).
+	last [2][3]struct {
 		payload []byte
 		summary string
 	}
@@ -630,14 +629,28 @@ func (d *Decoder) text(s []byte) string {
 // direction dir, reusing the previous such frame's summary when it is the
 // same: on a busy connection most summaries repeat, and a million units
 // would otherwise keep a million copies.
-func (d *Decoder) summary(dir decode.Dir, kind int, s []byte) string {
+// p is the payload the summary was made of alone, or nil when it depends
+// on more (a body's, on the message in progress).
+func (d *Decoder) summary(dir decode.Dir, kind int, s, p []byte) string {
 	last := &d.last[dir&1][kind]
-	if string(s) == *last && *last != "" {
+	last.payload = p
+	if string(s) == last.summary && last.summary != "" {
 		d.scratch = s
-		return *last
+		return last.summary
 	}
-	*last = d.text(s)
-	return *last
+	last.summary = d.text(s)
+	return last.summary
+}
+
+// repeated returns the summary of the last frame of kind in direction dir
+// when it was made of the payload p alone: comparing the bytes costs less
+// than making it again (fanout repeats one content header over and over).
+func (d *Decoder) repeated(dir decode.Dir, kind int, p []byte) (string, bool) {
+	last := &d.last[dir&1][kind]
+	if last.payload != nil && last.summary != "" && bytes.Equal(p, last.payload) {
+		return last.summary, true
+	}
+	return "", false
 }
 
 // carve returns a copy of b that the unit owns.
@@ -811,7 +824,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		u.Summary = SummaryLater // the Summarizer's to make
 		return
 	}
-	u.Summary = d.summary(u.Dir, 0, s)
+	u.Summary = d.summary(u.Dir, 0, s, nil)
 }
 
 // appendPeer appends the product and version a peer announced.
@@ -920,13 +933,10 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		d.drop(ds, u.Channel)
 		return
 	}
-	if last := &d.lastHeader[dir&1]; last.summary != "" && bytes.Equal(p, last.payload) {
-		// The same properties and size as the last header: the same
-		// summary, not made again.
-		u.Summary = last.summary
+	if sum, ok := d.repeated(u.Dir, 1, p); ok {
+		u.Summary = sum
 	} else {
-		u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr))
-		last.payload, last.summary = p, u.Summary
+		u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr), p)
 	}
 	a := ds.msg(u.Channel)
 	if a == nil {
@@ -994,7 +1004,7 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 			d.complete(dir, u, a)
 		}
 	}
-	u.Summary = d.summary(u.Dir, 2, s)
+	u.Summary = d.summary(u.Dir, 2, s, nil)
 }
 
 // drop forgets the message in flight on channel ch. Its assembly is
