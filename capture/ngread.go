@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"math/bits"
 	"strconv"
 	"time"
@@ -98,9 +99,19 @@ type ngReader struct {
 func (r *ngReader) dropped() uint64 {
 	n := r.droppedBefore
 	for i := range r.ifaces {
-		n += r.ifaces[i].dropped
+		n = addSaturating(n, r.ifaces[i].dropped)
 	}
 	return n
+}
+
+// addSaturating is a+b, or the largest uint64 where that wraps: a
+// file's counters are whatever it says, and a hostile one must not turn
+// a huge loss into a small one.
+func addSaturating(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
 }
 
 // statisticsBlock records an interface statistics block's drop counters.
@@ -122,7 +133,7 @@ func (r *ngReader) statisticsBlock(body []byte) {
 			break
 		}
 		if (code == ngOptISBIfdrop || code == ngOptISBOsdrop) && n == 8 {
-			dropped += r.order.Uint64(opts[4:12])
+			dropped = addSaturating(dropped, r.order.Uint64(opts[4:12]))
 		}
 		opts = opts[4+padded:]
 	}

@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -75,4 +76,21 @@ func TestStatisticsBlockDrops(t *testing.T) {
 	check("mapped", st, err)
 	st, err = Read(bytes.NewReader(file), "piped", nopHandler{}, nil)
 	check("piped", st, err)
+}
+
+// TestStatisticsBlockDropsSaturate: counters that would wrap when added
+// (a hostile file) report the most there can be, not a small number.
+func TestStatisticsBlockDropsSaturate(t *testing.T) {
+	base, err := os.ReadFile("testdata/loopback-lo.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := append(append([]byte(nil), base...), isb(0, 1<<63, 1<<63+5)...)
+	st, err := Read(bytes.NewReader(file), "huge", nopHandler{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dropped != math.MaxInt64 {
+		t.Errorf("%d dropped, want the largest count", st.Dropped)
+	}
 }
