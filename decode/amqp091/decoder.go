@@ -1043,5 +1043,5 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	d.msgSlab = d.msgSlab[1:]
 	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
 	m.bodyInUnit, m.body = a.whole, a.body
-	u.Dissect = m.dissect
+	u.Dissect = messageBinder.Bind(&m.bound, m)
 }

@@ -25,7 +25,14 @@ type message struct {
 	size       uint64
 	cut        bool
 	bodyInUnit bool
+	// bound is what the unit's Dissect, this message's method value
+	// m.dissect, points to (see messageBinder).
+	bound decode.Bound[message]
 }
+
+// messageBinder makes the method values m.dissect in the messages' slab
+// rather than one allocation each.
+var messageBinder = decode.NewBinder(func(m *message) func(*decode.Unit) []*decode.Field { return m.dissect })
 
 // freezeMessage writes out the message of a completing unit, for a store
 // that keeps the unit on disk (decode.RegisterDissectState): a flags byte

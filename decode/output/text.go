@@ -69,10 +69,13 @@ type TextEncoder struct {
 	// The channel column of channel ch.
 	ch    uint16
 	chCol []byte
-	// clean is the last summary found to need no escaping: a decoder hands
-	// the same string to the units whose summaries repeat (the same
-	// pointer and length are the same bytes: strings are immutable).
-	clean string
+	// clean holds the last summaries found to need no escaping, replaced
+	// in turn: a decoder hands the same string to the units whose
+	// summaries repeat (the same pointer and length are the same bytes:
+	// strings are immutable), and a connection's repeating summaries come
+	// interleaved (a publish, its header, its body), so one would miss.
+	clean     [cleanWays]string
+	cleanNext int
 	// direct writes the columns straight into the line (AppendText: one
 	// unit, nothing to share, nothing to allocate).
 	direct bool
@@ -132,13 +135,14 @@ func (e *TextEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = append(b, "-      "...)
 	}
 	b = append(b, ' ')
-	if !e.direct && len(u.Summary) == len(e.clean) && unsafe.StringData(u.Summary) == unsafe.StringData(e.clean) {
+	if !e.direct && e.isClean(u.Summary) {
 		b = append(b, u.Summary...)
 	} else {
 		n := len(b)
 		b = appendPrintable(b, u.Summary)
 		if !e.direct && len(b)-n == len(u.Summary) {
-			e.clean = u.Summary
+			e.clean[e.cleanNext] = u.Summary
+			e.cleanNext = (e.cleanNext + 1) % cleanWays
 		}
 	}
 	for _, w := range u.Warnings() {
@@ -152,6 +156,22 @@ func (e *TextEncoder) Append(b []byte, u *decode.Unit) []byte {
 		b = append(b, ']')
 	}
 	return append(b, '\n')
+}
+
+// cleanWays is how many summaries a TextEncoder remembers as clean: a
+// message's three frames, and a fourth for the other direction's.
+const cleanWays = 4
+
+// isClean reports whether s is one of the summaries remembered as needing
+// no escaping: the same string, not merely the same bytes.
+func (e *TextEncoder) isClean(s string) bool {
+	p := unsafe.StringData(s)
+	for i := range e.clean {
+		if len(s) == len(e.clean[i]) && p == unsafe.StringData(e.clean[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // Flush writes what is buffered.
