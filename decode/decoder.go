@@ -76,6 +76,13 @@ type Options struct {
 	// goroutine than the decoding one (pipeline.Config.Staged does, and
 	// fills them in before a unit reaches anything that reads it).
 	LateSummaries bool
+	// Transient says the caller lets go of every unit soon after its
+	// sink has it (`read`, which prints a unit and forgets it), rather
+	// than keeping some for long (the TUI's store). Decoders then
+	// allocate units and their messages in larger slabs: fewer, larger
+	// allocations, where a unit kept for long would keep its whole slab
+	// in memory with it.
+	Transient bool
 }
 
 // Default limits.

@@ -311,6 +311,19 @@ func (u *Unit) Fields() []*Field {
 	return u.Dissect(u)
 }
 
+// NotesSlab hands out units' notes from slabs (see [Carve]), for a
+// decoder that annotates most of its units (SetExt, SetMessageID, ...):
+// one allocation then serves many units' notes.
+type NotesSlab struct{ slab []unitNotes }
+
+// Give gives u fresh notes carved from slabs of n, unless it has some:
+// the setters then fill them in instead of allocating them.
+func (s *NotesSlab) Give(u *Unit, n int) {
+	if u.notes == nil {
+		u.notes = Carve(&s.slab, n)
+	}
+}
+
 // Carve returns the next zero T of *slab, refilled with n fresh ones when
 // it is used up: what decoders make by the million (units, messages,
 // verdicts) is allocated a slab at a time rather than one by one. A T

@@ -81,6 +81,9 @@ func runRead(path string, f *decodeFlags) error {
 	}
 	decodeAs, _ := f.decodeAsMap()
 	opt := f.options()
+	// Every unit is garbage once printed: decoders may allocate them in
+	// larger slabs.
+	opt.Transient = true
 	var in *capture.Input
 	if path != "-" {
 		// A file is mapped where it can be: the units keep its bytes

@@ -31,6 +31,7 @@ type Decoder struct {
 	secSlab            []Section
 	ckSlab             []decode.Checksum
 	msgSlab            []CompletedMessage
+	notes              decode.NotesSlab
 	// in is the buffer being parsed, and how its units keep their bytes
 	// (see Options.StableInput): ref, as slices of it (the caller's
 	// stable input); take, the stream's buffer holding exactly one
@@ -360,10 +361,22 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 	return u
 }
 
+// transientScale is how many times larger the slabs of units grow for a
+// transient caller (decode.Options.Transient).
+const transientScale = 8
+
+// slab returns the largest slab of n things for this decoder's caller.
+func (d *Decoder) slab(n int) int {
+	if d.opt.Transient {
+		return n * transientScale
+	}
+	return n
+}
+
 // slabUnit returns a fresh unit carved from the unit slab.
 func (d *Decoder) slabUnit() *decode.Unit {
 	if len(d.unitSlab) == 0 {
-		d.unitsNext = min(max(2*d.unitsNext, 8), unitSlabMax)
+		d.unitsNext = min(max(2*d.unitsNext, 8), d.slab(unitSlabMax))
 		d.unitSlab = make([]decode.Unit, d.unitsNext)
 	}
 	u := &d.unitSlab[0]

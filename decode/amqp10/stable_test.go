@@ -47,3 +47,22 @@ func TestStableInputAllocs(t *testing.T) {
 		t.Errorf("%.1f allocations per Feed of 32 transfers with stable input, %.1f without", stable, copied)
 	}
 }
+
+// TestTransientAllocs: for a transient caller (decode.Options.Transient),
+// units and messages come in larger slabs, so that a run of small transfers costs
+// fewer allocations.
+func TestTransientAllocs(t *testing.T) {
+	var stream []byte
+	for range 256 {
+		stream = append(stream, transfersOf(benchMessage(100), 4000)...)
+	}
+	opt := decode.DefaultOptions()
+	opt.StableInput = true
+	kept := stablecheck.AllocsPerFeed(New, opt, nil, decode.DirF, stream)
+	opt.Transient = true
+	transient := stablecheck.AllocsPerFeed(New, opt, nil, decode.DirF, stream)
+	t.Logf("%.1f allocations per Feed of 256 transfers, %.1f for a transient caller", kept, transient)
+	if transient > kept/2 {
+		t.Errorf("transient caller: %.1f allocations per Feed of 256 transfers, want at most half of %.1f", transient, kept)
+	}
+}

@@ -244,6 +244,8 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	cm.Message = st.msg
 	cm.Message.Sections = d.sections(st.msg.Sections)
 	m := &cm.Message
+	// Nearly every completing unit gets notes (its message, its id).
+	d.notes.Give(u, d.slab(messageSlab))
 	u.SetExt(cm)
 	u.SetMessageID(d.messageID(st, m, cm.Bytes))
 	if u.MessageID() != "" {
@@ -319,7 +321,9 @@ const (
 )
 
 // completed returns a zero message that the unit will own.
-func (d *Decoder) completed() *CompletedMessage { return decode.Carve(&d.msgSlab, messageSlab) }
+func (d *Decoder) completed() *CompletedMessage {
+	return decode.Carve(&d.msgSlab, d.slab(messageSlab))
+}
 
 // sections returns a copy of secs that the message owns.
 func (d *Decoder) sections(secs []Section) []Section {
@@ -340,7 +344,7 @@ func (d *Decoder) sections(secs []Section) []Section {
 }
 
 // checksum returns a zero verdict that the message owns.
-func (d *Decoder) checksum() *decode.Checksum { return decode.Carve(&d.ckSlab, checksumSlab) }
+func (d *Decoder) checksum() *decode.Checksum { return decode.Carve(&d.ckSlab, d.slab(checksumSlab)) }
 
 // messageID is m's properties.message-id, its text carved from the
 // decoder's slab: no allocation of its own per message.

@@ -244,22 +244,28 @@ func Captures(t testing.TB, fac decode.Factory, opt decode.Options, maxStream in
 }
 
 // Allocs returns the allocations per Feed of data in direction dir by a
-// decoder of fac, without StableInput and with it. The decoder is first
-// fed setup (direction F; nil: nothing), then data eight times, so that
-// its slabs have grown to their size.
+// decoder of fac, without StableInput and with it (see AllocsPerFeed).
 func Allocs(fac decode.Factory, setup []byte, dir decode.Dir, data []byte) (copied, stable float64) {
 	var allocs [2]float64
 	for i, st := range []bool{false, true} {
 		opt := decode.DefaultOptions()
 		opt.StableInput = st
-		d := fac(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
-		if setup != nil {
-			d.Feed(decode.DirF, setup, time.Time{})
-		}
-		for range 8 {
-			d.Feed(dir, data, time.Time{})
-		}
-		allocs[i] = testing.AllocsPerRun(50, func() { d.Feed(dir, data, time.Time{}) })
+		allocs[i] = AllocsPerFeed(fac, opt, setup, dir, data)
 	}
 	return allocs[0], allocs[1]
+}
+
+// AllocsPerFeed returns the allocations per Feed of data in direction dir
+// by a decoder of fac with options opt. The decoder is first fed setup
+// (direction F; nil: nothing), then data eight times, so that its slabs
+// have grown to their size.
+func AllocsPerFeed(fac decode.Factory, opt *decode.Options, setup []byte, dir decode.Dir, data []byte) float64 {
+	d := fac(&decode.Conn{ID: 1}, opt, func(*decode.Unit) {})
+	if setup != nil {
+		d.Feed(decode.DirF, setup, time.Time{})
+	}
+	for range 8 {
+		d.Feed(dir, data, time.Time{})
+	}
+	return testing.AllocsPerRun(50, func() { d.Feed(dir, data, time.Time{}) })
 }
