@@ -17,6 +17,17 @@
 # (issue 13): every shape at least 10x faster than tshark's summary and 20x
 # faster than `tshark -T json`.
 #
+# Before a file is timed, its pages are dropped from the page cache and it
+# is read back once (SETTLE=0 leaves the cache as it is): every file is
+# then cached as a capture read from disk is, by readahead, in large
+# folios. A file cached by being written (a capture recorded minutes
+# before, or copied) sits in 4 KiB pages instead; tshark reads it through
+# read(2) and does not notice, but wiretap maps it, and on a VM with
+# shadow paging each 4 KiB page of a mapping costs about 2 us on its
+# first touch (the COPY shape, 71 MB: some 30 ms more CPU, a sixth of
+# its wall time). Without the settling, a ratio would depend on how the
+# file last came into the cache.
+#
 # --cached-tshark reuses tshark's medians from the last full run of each file
 # (FILE.tshark), for iterating on wiretap; the table says so, and only a run
 # without it compares like with like. --markdown prints the table for the
@@ -27,12 +38,13 @@
 # an earlier build, timed in the same run right after WIRETAP on each
 # shape: the table adds its times and ratios, so a change is measured
 # against the same load and the same tshark), CORPUS (default
-# testdata/corpus), NICE.
+# testdata/corpus), NICE, SETTLE.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CORPUS=${CORPUS:-$ROOT/testdata/corpus}
 NICE=${NICE:-5}
+SETTLE=${SETTLE:-1}
 RUNS=3
 SHAPES=
 MARKDOWN=0
@@ -126,6 +138,11 @@ for f in "${FILES[@]}"; do
 	fi
 	read -r packets units <"$meta"
 	size=$(du -m "$f" | cut -f1)
+	if [[ $SETTLE == 1 ]]; then
+		# Out of the page cache, then in again as a read brings it.
+		dd if="$f" iflag=nocache count=0 status=none || log "$name: could not drop it from the page cache"
+		cat "$f" >/dev/null
+	fi
 	if [[ $CACHED == 1 && -s $f.tshark ]]; then
 		read -r tt tj <"$f.tshark"
 		tnote=" (cached)"
