@@ -48,13 +48,31 @@ func TestStaged(t *testing.T) {
 	modified := 0
 	for _, path := range files {
 		var inline [][]byte
+		var units []*decode.Unit
 		p := New(Config{Sink: func(u *decode.Unit) {
 			inline = append(inline, output.AppendJSON(nil, u, output.JSONOptions{Raw: true}))
+			units = append(units, u)
 		}})
 		capture.ReadFile(path, p, nil)
 		p.Finish()
 		want := p.Immutability().Summary()
 		modified += p.Immutability().Report().Modified
+		// Every connection counts its units with warnings, those the
+		// immutability check raised among them.
+		warned := map[int]int{}
+		for _, u := range units {
+			if u.Conn != nil && len(u.Warnings()) > 0 {
+				warned[u.Conn.ID]++
+			}
+		}
+		checkWarned := func(how string, p *Pipeline) {
+			for _, c := range p.Conns() {
+				if c.Warnings != warned[c.ID] {
+					t.Errorf("%s %s: conn %d counts %d units with warnings, has %d", path, how, c.ID, c.Warnings, warned[c.ID])
+				}
+			}
+		}
+		checkWarned("inline", p)
 
 		ch := make(chan *decode.Unit, 64)
 		done := make(chan [][]byte)
@@ -80,6 +98,7 @@ func TestStaged(t *testing.T) {
 				t.Fatalf("%s: unit %d differs:\nstaged: %s\ninline: %s", path, i+1, got[i], inline[i])
 			}
 		}
+		checkWarned("staged", staged)
 		if g, w := strings.Join(staged.Immutability().Summary(), "\n"), strings.Join(want, "\n"); g != w {
 			t.Errorf("%s: immutability summary staged:\n%s\ninline:\n%s", path, g, w)
 		}

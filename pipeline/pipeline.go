@@ -39,7 +39,8 @@ type Config struct {
 	// ([decode.Options.LateSummaries]). The caller must call
 	// [Pipeline.Stage] for every unit Sink gets, in the order Sink gets
 	// them, on one goroutine at a time, before anything reads the unit's
-	// summary, warnings or field tree.
+	// summary, warnings or field tree, or the count of units with
+	// warnings in decode.Conn.Warnings.
 	Staged bool
 }
 
@@ -124,14 +125,21 @@ func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 
 // Stage does to an emitted unit what [Config.Staged] leaves to the
 // caller (and emit does itself otherwise): it makes the summary its
-// decoder left to be made later, and hands AMQP 1.0 units to the
-// immutability check.
+// decoder left to be made later, hands AMQP 1.0 units to the
+// immutability check, and then counts the unit in its connection's
+// Warnings when it has any.
 func (p *Pipeline) Stage(u *decode.Unit) {
 	switch u.Proto {
 	case decode.ProtoAMQP10:
 		p.imm.Observe(u)
 	case decode.ProtoAMQP091:
 		p.late.Summarize(u)
+	}
+	// Counted here, after the immutability check, which warns of a bare
+	// message the broker modified: on the stage's goroutine when there
+	// is one, the only writer of the count then.
+	if c := u.Conn; c != nil && len(u.Warnings()) > 0 {
+		c.Warnings++
 	}
 }
 
@@ -401,9 +409,6 @@ func (p *Pipeline) emit(u *decode.Unit) {
 		if u.Parent == nil {
 			c.Units[u.Dir]++
 			c.Bytes[u.Dir] += int64(u.Len)
-		}
-		if len(u.Warnings()) > 0 {
-			c.Warnings++
 		}
 		if u.Err() != "" {
 			c.Errors++
