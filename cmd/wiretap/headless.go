@@ -198,6 +198,9 @@ type parallelRender struct {
 	// more in zeroing than the rendering itself. buf is a new one's size.
 	bufs chan []byte
 	buf  int
+	// lists recycles the batches' lists of units, cleared once written
+	// (a list of 4,096 pointers is 32 KiB to zero and scan).
+	lists chan []*decode.Unit
 }
 
 // A batch is sent when it holds renderBatch units (renderBatchJSON for
@@ -244,6 +247,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit)) *parallelRender {
 		done:  make(chan struct{}),
 		batch: renderBatch,
 		bufs:  make(chan []byte, 2*renderInFlight+4),
+		lists: make(chan []*decode.Unit, 2*renderInFlight+4),
 	}
 	r.buf = renderBufText
 	if p.f.format == "json" {
@@ -289,6 +293,11 @@ func newParallelRender(p *printer, stage func(*decode.Unit)) *parallelRender {
 			case r.bufs <- j.out[:0]:
 			default:
 			}
+			clear(j.units) // let go of the units
+			select {
+			case r.lists <- j.units[:0]:
+			default:
+			}
 		}
 	}()
 	return r
@@ -318,7 +327,11 @@ func (r *parallelRender) send() {
 		r.order <- j
 		r.jobs <- j
 	}
-	r.cur = make([]*decode.Unit, 0, r.batch)
+	select {
+	case r.cur = <-r.lists:
+	default:
+		r.cur = make([]*decode.Unit, 0, r.batch)
+	}
 	r.bytes = 0
 }
 
