@@ -83,6 +83,13 @@ type Options struct {
 	// allocations, where a unit kept for long would keep its whole slab
 	// in memory with it.
 	Transient bool
+	// FieldsSeldom says the caller renders few units' field trees (`read`
+	// in text: only a filter asks for them), so that a decoder may keep
+	// less of what only a field tree uses and rebuild it when asked: an
+	// AMQP 1.0 message then keeps no copy of its sections (see
+	// amqp10.CompletedMessage.WithSections). Where every unit's tree is
+	// rendered (JSON), rebuilding costs more than the copy.
+	FieldsSeldom bool
 }
 
 // Default limits.

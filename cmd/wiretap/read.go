@@ -82,8 +82,12 @@ func runRead(path string, f *decodeFlags) error {
 	decodeAs, _ := f.decodeAsMap()
 	opt := f.options()
 	// Every unit is garbage once printed: decoders may allocate them in
-	// larger slabs.
+	// larger slabs. Text shows no field trees (a filter may look at a
+	// few fields): what only they use need not be kept. JSON renders
+	// every unit's tree, and AMQP 1.0 small ran 12% slower (wall, 18%
+	// more CPU) rebuilding each message's sections.
 	opt.Transient = true
+	opt.FieldsSeldom = f.format == "text"
 	var in *capture.Input
 	if path != "-" {
 		// A file is mapped where it can be: the units keep its bytes

@@ -16,6 +16,11 @@ import (
 func TestStableInput(t *testing.T) {
 	opt := *decode.DefaultOptions()
 	stablecheck.Captures(t, New, opt, 4<<20, "../../testdata/*.pcap*", "../../testdata/corpus/amqp091-large.pcapng")
+	// As `read` decodes: a transient caller, on stable input, seldom
+	// asking for field trees (text).
+	transient := opt
+	transient.Transient, transient.FieldsSeldom = true, true
+	stablecheck.Captures(t, New, transient, 4<<20, "../../testdata/*.pcap*", "../../testdata/corpus/amqp091-large.pcapng")
 	client, server := conversation(3, 300<<10, 128<<10)
 	for _, chunk := range []int{7, 1000, 65536} {
 		if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{client, server}, chunk, true, 1)); err != nil {

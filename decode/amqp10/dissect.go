@@ -80,7 +80,7 @@ func dissect(u *decode.Unit, redacted bool) []*decode.Field {
 		out = append(out, &decode.Field{Key: "payload", Name: "amqp.payload", Value: uint64(len(u.Raw) - payload),
 			Display: strconv.Itoa(len(u.Raw)-payload) + " bytes", Offset: payload, Length: len(u.Raw) - payload})
 	}
-	if cm := MessageOf(u); cm != nil {
+	if cm := MessageOf(u).WithSections(); cm != nil {
 		out = append(out, messageFields(u, cm))
 	}
 	return out

@@ -265,7 +265,7 @@ func frameFieldsJSON(out []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 			w.out = strconv.AppendUint(w.out, uint64(len(u.Raw)-v.End), 10)
 			w.count++
 		}
-		if cm := MessageOf(u); cm != nil && w.ok {
+		if cm := MessageOf(u).WithSections(); cm != nil && w.ok {
 			w.message(u, cm)
 		}
 	}

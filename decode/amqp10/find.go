@@ -273,7 +273,7 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 	s := search{name: name, k: k, class: info.class, holders: info.holders}
 	var cm *CompletedMessage
 	if dissector != headerDissector {
-		cm = MessageOf(u)
+		cm = MessageOf(u).WithSections()
 	}
 	if i := strings.LastIndexByte(name, '.'); i > 0 && openSection(name[:i]) && entryKey(name[i+1:]) {
 		// An entry of a map section: only a unit completing a message

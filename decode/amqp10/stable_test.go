@@ -17,6 +17,11 @@ import (
 func TestStableInput(t *testing.T) {
 	opt := *decode.DefaultOptions()
 	stablecheck.Captures(t, New, opt, 4<<20, "../../testdata/*.pcap*")
+	// As `read` decodes: a transient caller, on stable input, seldom
+	// asking for field trees (text).
+	transient := opt
+	transient.Transient, transient.FieldsSeldom = true, true
+	stablecheck.Captures(t, New, transient, 4<<20, "../../testdata/*.pcap*")
 	hdr := []byte("AMQP\x00\x01\x00\x00")
 	sasl := append(append([]byte("AMQP\x03\x01\x00\x00"), protonSASLInit...), hdr...)
 	for _, per := range []int{100, 4000, 70000} {

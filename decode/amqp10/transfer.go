@@ -69,7 +69,9 @@ type CompletedMessage struct {
 	// Bytes is the whole message as received (header to footer). For a
 	// single-frame delivery it aliases the unit's Raw.
 	Bytes []byte
-	// Message locates its sections and its bare message in Bytes.
+	// Message locates its sections and its bare message in Bytes. Where
+	// field trees are seldom wanted (decode.Options.FieldsSeldom) it
+	// keeps no Sections: WithSections has them.
 	Message Message
 	// Frames is the number of transfers that carried it.
 	Frames int
@@ -91,6 +93,25 @@ type CompletedMessage struct {
 	// Bytes may be part of something larger (a slab of small units, a
 	// store's frozen bytes).
 	own int
+	// lazy says Message.Sections was not kept (see WithSections).
+	lazy bool
+}
+
+// WithSections returns m when it keeps its sections, else a copy of m
+// whose Message has them, parsed again from Bytes: where field trees are
+// seldom wanted (decode.Options.FieldsSeldom, `read` in text), a decoder
+// does not copy every message's sections out of its scratch space for
+// the few units whose fields are (a filter on a section's field). Nil
+// for nil.
+func (m *CompletedMessage) WithSections() *CompletedMessage {
+	if m == nil || !m.lazy {
+		return m
+	}
+	c := *m
+	c.Message = Message{}
+	ParseMessage(c.Bytes, &c.Message)
+	c.lazy = false
+	return &c
 }
 
 // Bare returns the bare message's exact bytes.
@@ -242,8 +263,13 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	}
 	err := ParseMessage(cm.Bytes, &st.msg)
 	cm.Message = st.msg
-	cm.Message.Sections = d.sections(st.msg.Sections)
-	m := &cm.Message
+	if d.opt.FieldsSeldom {
+		cm.Message.Sections, cm.lazy = nil, true
+	} else {
+		cm.Message.Sections = d.sections(st.msg.Sections)
+	}
+	// The parse itself, sections and all, until the next message.
+	m := &st.msg
 	// Nearly every completing unit gets notes (its message, its id).
 	d.notes.Give(u, d.slab(messageSlab))
 	u.SetExt(cm)

@@ -53,12 +53,16 @@ func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
 }
 
 // Check decodes calls with a decoder fac builds, twice: as given, with
-// opt, and with opt.StableInput set, the calls' bytes copied into memory
-// that cannot be written (a write kills the process: a decoder must not
-// write to its input). It returns the first difference in the units.
+// opt less StableInput, Transient and FieldsSeldom, and with opt and
+// StableInput set (the others too, when the caller set them: what `read`
+// does), the
+// calls' bytes copied into memory that cannot be written (a write kills
+// the process: a decoder must not write to its input). It returns the
+// first difference in the units.
 func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
-	opt.StableInput = false
-	want := run(fac, &opt, calls)
+	plain := opt
+	plain.StableInput, plain.Transient, plain.FieldsSeldom = false, false, false
+	want := run(fac, &plain, calls)
 	n := 0
 	for _, c := range calls {
 		n += len(c.Data)
@@ -71,11 +75,11 @@ func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	opt.StableInput = true
 	got := run(fac, &opt, mem.calls)
 	if len(got) != len(want) {
-		return fmt.Errorf("stablecheck: %d units with StableInput, %d without", len(got), len(want))
+		return fmt.Errorf("stablecheck: %d units with StableInput (transient %v, fields seldom %v), %d without", len(got), opt.Transient, opt.FieldsSeldom, len(want))
 	}
 	for i := range got {
 		if !bytes.Equal(got[i], want[i]) {
-			return fmt.Errorf("stablecheck: unit %d differs with StableInput:\n%s\nwithout:\n%s", i, got[i], want[i])
+			return fmt.Errorf("stablecheck: unit %d differs with StableInput (transient %v, fields seldom %v):\n%s\nwithout:\n%s", i, opt.Transient, opt.FieldsSeldom, got[i], want[i])
 		}
 	}
 	return nil
