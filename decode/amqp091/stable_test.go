@@ -57,11 +57,7 @@ func TestTransientAllocs(t *testing.T) {
 	for range 256 {
 		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
 	}
-	opt := decode.DefaultOptions()
-	opt.StableInput = true
-	kept := stablecheck.AllocsPerFeed(New, opt, client, decode.DirF, msgs)
-	opt.Transient = true
-	transient := stablecheck.AllocsPerFeed(New, opt, client, decode.DirF, msgs)
+	kept, transient := stablecheck.TransientAllocs(New, client, decode.DirF, msgs)
 	t.Logf("%.1f allocations per Feed of 256 messages, %.1f for a transient caller", kept, transient)
 	if transient > kept/2 {
 		t.Errorf("transient caller: %.1f allocations per Feed of 256 messages, want at most half of %.1f", transient, kept)

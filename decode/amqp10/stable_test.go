@@ -61,11 +61,7 @@ func TestTransientAllocs(t *testing.T) {
 	for range 256 {
 		stream = append(stream, transfersOf(benchMessage(100), 4000)...)
 	}
-	opt := decode.DefaultOptions()
-	opt.StableInput = true
-	kept := stablecheck.AllocsPerFeed(New, opt, nil, decode.DirF, stream)
-	opt.Transient = true
-	transient := stablecheck.AllocsPerFeed(New, opt, nil, decode.DirF, stream)
+	kept, transient := stablecheck.TransientAllocs(New, nil, decode.DirF, stream)
 	t.Logf("%.1f allocations per Feed of 256 transfers, %.1f for a transient caller", kept, transient)
 	if transient > kept/2 {
 		t.Errorf("transient caller: %.1f allocations per Feed of 256 transfers, want at most half of %.1f", transient, kept)

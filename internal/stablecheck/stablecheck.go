@@ -259,6 +259,17 @@ func Allocs(fac decode.Factory, setup []byte, dir decode.Dir, data []byte) (copi
 	return allocs[0], allocs[1]
 }
 
+// TransientAllocs returns the allocations per Feed of data in direction
+// dir, on stable input, by a decoder of fac without
+// decode.Options.Transient and with it (see AllocsPerFeed).
+func TransientAllocs(fac decode.Factory, setup []byte, dir decode.Dir, data []byte) (kept, transient float64) {
+	opt := decode.DefaultOptions()
+	opt.StableInput = true
+	kept = AllocsPerFeed(fac, opt, setup, dir, data)
+	opt.Transient = true
+	return kept, AllocsPerFeed(fac, opt, setup, dir, data)
+}
+
 // AllocsPerFeed returns the allocations per Feed of data in direction dir
 // by a decoder of fac with options opt. The decoder is first fed setup
 // (direction F; nil: nothing), then data eight times, so that its slabs
