@@ -19,10 +19,17 @@ import (
 func TestStableInput(t *testing.T) {
 	opt := *decode.DefaultOptions()
 	stablecheck.Captures(t, pgwire.New, opt, 4<<20, "../../testdata/*.pcap*")
+	// As `read` decodes: a transient caller, on stable input, seldom
+	// asking for field trees.
+	transient := opt
+	transient.Transient, transient.FieldsSeldom = true, true
+	stablecheck.Captures(t, pgwire.New, transient, 4<<20, "../../testdata/*.pcap*")
 	for _, s := range backendSeeds() {
 		for _, chunk := range []int{3, 100, 1460} {
-			if err := stablecheck.Check(pgwire.New, opt, stablecheck.Split([2][]byte{startupSeed, s}, chunk, true, uint64(chunk))); err != nil {
-				t.Fatal(err)
+			for _, o := range []decode.Options{opt, transient} {
+				if err := stablecheck.Check(pgwire.New, o, stablecheck.Split([2][]byte{startupSeed, s}, chunk, true, uint64(chunk))); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
