@@ -120,6 +120,12 @@ func FuzzDecoder(f *testing.F) {
 		if err := stablecheck.Check(New, *opt, calls); err != nil {
 			t.Fatal(err)
 		}
+		// And as `read` decodes: transient, seldom asking for fields.
+		transient := *opt
+		transient.Transient, transient.FieldsSeldom = true, true
+		if err := stablecheck.Check(New, transient, calls); err != nil {
+			t.Fatal(err)
+		}
 		for _, u := range units {
 			if u.Len < len(u.Raw) || u.Offset < 0 || u.Offset+int64(u.Len) > int64(len(data))+5 {
 				t.Fatalf("%s: offset %d len %d raw %d of %d bytes", u.Type, u.Offset, u.Len, len(u.Raw), len(data))

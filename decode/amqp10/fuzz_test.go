@@ -95,6 +95,12 @@ func FuzzDecoder(f *testing.F) {
 		if err := stablecheck.Check(New, *opt, calls); err != nil {
 			t.Fatal(err)
 		}
+		// And as `read` decodes: transient, seldom asking for fields.
+		transient := *opt
+		transient.Transient, transient.FieldsSeldom = true, true
+		if err := stablecheck.Check(New, transient, calls); err != nil {
+			t.Fatal(err)
+		}
 		for _, u := range units {
 			imm.Observe(u)
 			fs := u.Fields()

@@ -47,6 +47,12 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 	if err := stablecheck.Check(pgwire.New, *opt, calls); err != nil {
 		t.Fatal(err)
 	}
+	// And as `read` decodes: transient, seldom asking for fields.
+	transient := *opt
+	transient.Transient, transient.FieldsSeldom = true, true
+	if err := stablecheck.Check(pgwire.New, transient, calls); err != nil {
+		t.Fatal(err)
+	}
 	var line []byte
 	// findcheck.Check looks up every field name on a unit: on inputs that
 	// inflate to thousands of units, a spread of them is checked.
