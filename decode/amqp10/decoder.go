@@ -1,6 +1,7 @@
 package amqp10
 
 import (
+	"encoding/binary"
 	"strconv"
 	"time"
 	"unsafe"
@@ -738,8 +739,22 @@ func appendQuoted(s, v []byte) []byte {
 }
 
 // plainASCII reports whether v is printable ASCII with no '"' or '\\'.
+// It looks at eight bytes at a time (a link name or message-id on every
+// transfer): in a word x, a byte below 0x20 borrows through
+// (x-0x20)&^x, a byte above 0x7e carries into its top bit through
+// (x+1)|x, and a byte equal to c leaves a zero byte in x^c, found as
+// the first.
 func plainASCII(v []byte) bool {
-	for _, c := range v {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(v); i += 8 {
+		x := binary.LittleEndian.Uint64(v[i:])
+		q, b := x^(lo*'"'), x^(lo*'\\')
+		if (x-lo*0x20)&^x&hi|((x+lo)|x)&hi|(q-lo)&^q&hi|(b-lo)&^b&hi != 0 {
+			return false
+		}
+	}
+	for _, c := range v[i:] {
 		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
