@@ -362,22 +362,10 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 	return u
 }
 
-// transientScale is how many times larger the slabs of units grow for a
-// transient caller (decode.Options.Transient).
-const transientScale = 8
-
-// slab returns the largest slab of n things for this decoder's caller.
-func (d *Decoder) slab(n int) int {
-	if d.opt.Transient {
-		return n * transientScale
-	}
-	return n
-}
-
 // slabUnit returns a fresh unit carved from the unit slab.
 func (d *Decoder) slabUnit() *decode.Unit {
 	if len(d.unitSlab) == 0 {
-		d.unitsNext = min(max(2*d.unitsNext, 8), d.slab(unitSlabMax))
+		d.unitsNext = min(max(2*d.unitsNext, 8), d.opt.Slab(unitSlabMax))
 		d.unitSlab = make([]decode.Unit, d.unitsNext)
 	}
 	u := &d.unitSlab[0]

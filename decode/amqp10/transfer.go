@@ -271,7 +271,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	// The parse itself, sections and all, until the next message.
 	m := &st.msg
 	// Nearly every completing unit gets notes (its message, its id).
-	d.notes.Give(u, d.slab(messageSlab))
+	d.notes.Give(u, d.opt.Slab(messageSlab))
 	u.SetExt(cm)
 	u.SetMessageID(d.messageID(st, m, cm.Bytes))
 	if u.MessageID() != "" {
@@ -348,7 +348,7 @@ const (
 
 // completed returns a zero message that the unit will own.
 func (d *Decoder) completed() *CompletedMessage {
-	return decode.Carve(&d.msgSlab, d.slab(messageSlab))
+	return decode.Carve(&d.msgSlab, d.opt.Slab(messageSlab))
 }
 
 // sections returns a copy of secs that the message owns.
@@ -370,7 +370,9 @@ func (d *Decoder) sections(secs []Section) []Section {
 }
 
 // checksum returns a zero verdict that the message owns.
-func (d *Decoder) checksum() *decode.Checksum { return decode.Carve(&d.ckSlab, d.slab(checksumSlab)) }
+func (d *Decoder) checksum() *decode.Checksum {
+	return decode.Carve(&d.ckSlab, d.opt.Slab(checksumSlab))
+}
 
 // messageID is m's properties.message-id, its text carved from the
 // decoder's slab: no allocation of its own per message.
