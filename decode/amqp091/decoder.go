@@ -72,10 +72,7 @@ type Decoder struct {
 	// the frame payload (in its unit's Raw) the summary was made of
 	// alone: a frame with the same bytes takes it without its being
 	// made again (see repeated).
-	last [2][3]struct {
-		payload []byte
-		summary string
-	}
+	last [2][3]lastSummary
 	// inflight is the body bytes copied for messages not yet complete, on
 	// all channels: bounded by Options.MaxMessage.
 	inflight int
@@ -646,9 +643,20 @@ func (d *Decoder) summary(dir decode.Dir, kind int, s, p []byte) string {
 // when it was made of the payload p alone: comparing the bytes costs less
 // than making it again (fanout repeats one content header over and over).
 func (d *Decoder) repeated(dir decode.Dir, kind int, p []byte) (string, bool) {
-	last := &d.last[dir&1][kind]
-	if last.payload != nil && last.summary != "" && bytes.Equal(p, last.payload) {
-		return last.summary, true
+	return d.last[dir&1][kind].of(p)
+}
+
+// lastSummary is a summary and the payload it was made of alone (in its
+// unit's Raw), or a nil payload when it depends on more.
+type lastSummary struct {
+	payload []byte
+	summary string
+}
+
+// of returns the summary when it was made of payload p alone.
+func (l *lastSummary) of(p []byte) (string, bool) {
+	if l.payload != nil && l.summary != "" && bytes.Equal(p, l.payload) {
+		return l.summary, true
 	}
 	return "", false
 }

@@ -1,7 +1,6 @@
 package amqp091
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -16,10 +15,9 @@ import (
 // safe for concurrent use; one Summarizer serves any number of
 // connections.
 type Summarizer struct {
-	last [2]struct {
-		payload []byte // the method's class, id and arguments, in its unit's Raw
-		summary string
-	}
+	// last holds the last summary made in each direction and the method's
+	// class, id and arguments it was made of.
+	last    [2]lastSummary
 	scratch []byte
 	// slab is what summaries are carved from: a string each would cost
 	// an allocation a unit.
@@ -48,11 +46,11 @@ func (z *Summarizer) Summarize(u *decode.Unit) {
 		return // not the decoder's doing: it leaves no such unit
 	}
 	last := &z.last[u.Dir&1]
-	if last.summary != "" && bytes.Equal(p, last.payload) {
-		u.Summary = last.summary
+	if sum, ok := last.of(p); ok {
+		u.Summary = sum
 		return
 	}
 	z.scratch = appendMethodSummary(z.scratch[:0], info, p[4:])
 	u.Summary = z.slab.text(z.scratch)
-	last.payload, last.summary = p, u.Summary
+	*last = lastSummary{payload: p, summary: u.Summary}
 }
