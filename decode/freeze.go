@@ -272,9 +272,8 @@ func NewBinder[T any](method func(p *T) func(*Unit) []*Field) Binder[T] {
 		return b
 	}
 	f := method(new(T))
-	b.code = (*(**Bound[T])(unsafe.Pointer(&f))).code
-	if b.code == 0 || b.code != reflect.ValueOf(f).Pointer() {
-		b.code = 0
+	if code := (*(**Bound[T])(unsafe.Pointer(&f))).code; code == reflect.ValueOf(f).Pointer() {
+		b.code = code
 	}
 	return b
 }

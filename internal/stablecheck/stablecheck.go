@@ -53,12 +53,11 @@ func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
 }
 
 // Check decodes calls with a decoder fac builds, twice: as given, with
-// opt less StableInput, Transient and FieldsSeldom, and with opt and
-// StableInput set (the others too, when the caller set them: what `read`
-// does), the
-// calls' bytes copied into memory that cannot be written (a write kills
-// the process: a decoder must not write to its input). It returns the
-// first difference in the units.
+// opt less StableInput, Transient and FieldsSeldom; and with opt and
+// StableInput set (the others too when the caller set them, as `read`
+// does), the calls' bytes copied into memory that cannot be written (a
+// write kills the process: a decoder must not write to its input). It
+// returns the first difference in the units.
 func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	plain := opt
 	plain.StableInput, plain.Transient, plain.FieldsSeldom = false, false, false
