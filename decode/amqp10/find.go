@@ -273,7 +273,7 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 	s := search{name: name, k: k, class: info.class, holders: info.holders}
 	var cm *CompletedMessage
 	if dissector != headerDissector {
-		cm = MessageOf(u).WithSections()
+		cm = MessageOf(u)
 	}
 	if i := strings.LastIndexByte(name, '.'); i > 0 && openSection(name[:i]) && entryKey(name[i+1:]) {
 		// An entry of a map section: only a unit completing a message
@@ -483,6 +483,8 @@ func compositeLen(b []byte, v Value) (n int, ok bool) {
 
 // message mirrors messageFields.
 func (s *search) message(u *decode.Unit, cm *CompletedMessage) {
+	// Parsed again only when the search gets this far (see WithSections).
+	cm = cm.WithSections()
 	m := materializer{b: cm.Bytes, base: cm.RawOffset, valid: cm.RawFrom}
 	msg := &cm.Message
 	switch s.class {

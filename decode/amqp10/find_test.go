@@ -1,6 +1,7 @@
 package amqp10
 
 import (
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -53,8 +54,14 @@ func checkFinder(t testing.TB, us []*decode.Unit) {
 // captureUnits decodes a pcap or pcapng file's connections as AMQP 1.0,
 // running an Immutability over them as the pipeline does.
 func captureUnits(t testing.TB, path string) []*decode.Unit {
+	return captureUnitsWith(t, path, nil)
+}
+
+// captureUnitsWith is captureUnits with decoder options opt (nil: the
+// defaults).
+func captureUnitsWith(t testing.TB, path string, opt *decode.Options) []*decode.Unit {
 	t.Helper()
-	h := &captureSink{decoders: map[int]decode.Decoder{}, imm: NewImmutability()}
+	h := &captureSink{decoders: map[int]decode.Decoder{}, imm: NewImmutability(), opt: opt}
 	if _, err := capture.ReadFile(path, h, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +72,13 @@ type captureSink struct {
 	decoders map[int]decode.Decoder
 	units    []*decode.Unit
 	imm      *Immutability
+	opt      *decode.Options
 }
 
 func (h *captureSink) decoder(f *capture.Flow) decode.Decoder {
 	d := h.decoders[f.ID]
 	if d == nil {
-		d = New(&decode.Conn{ID: f.ID, Proto: decode.ProtoAMQP10}, nil, func(u *decode.Unit) {
+		d = New(&decode.Conn{ID: f.ID, Proto: decode.ProtoAMQP10}, h.opt, func(u *decode.Unit) {
 			u.N = len(h.units) + 1
 			h.imm.Observe(u)
 			h.units = append(h.units, u)
@@ -189,6 +197,59 @@ func unitOfType(t *testing.T, us []*decode.Unit, typ string) *decode.Unit {
 	}
 	t.Fatalf("no %s unit", typ)
 	return nil
+}
+
+// TestFinderFieldsSeldom: where a message keeps no copy of its sections
+// (decode.Options.FieldsSeldom, `read` in text, where filters run), the
+// finder parses them again and answers as the tree does, on every unit
+// of the shipped captures; and a lookup, by the finder or else the tree
+// as a filter makes it, gives for every name of the default decode's
+// tree what it gives there.
+func TestFinderFieldsSeldom(t *testing.T) {
+	opt := decode.DefaultOptions()
+	opt.Transient, opt.FieldsSeldom = true, true
+	lookup := func(u *decode.Unit, name string) string {
+		f, ok, handled := u.FindField(name, 0)
+		if !handled {
+			g := decode.Find(u.Fields(), name)
+			if g == nil {
+				return "(none)"
+			}
+			f, ok = *g, true
+		}
+		if !ok {
+			return "(none)"
+		}
+		return fmt.Sprintf("%v %q", f.Value, f.Display)
+	}
+	sections := 0
+	for _, p := range shippedCaptures(t) {
+		lazy, plain := captureUnitsWith(t, p, opt), captureUnits(t, p)
+		if len(lazy) != len(plain) {
+			t.Fatalf("%s: %d units with FieldsSeldom, %d without", p, len(lazy), len(plain))
+		}
+		checkFinder(t, lazy)
+		for i, u := range lazy {
+			cm := MessageOf(u)
+			if cm == nil {
+				continue
+			}
+			if cm.Message.Sections != nil {
+				t.Fatalf("%s: unit %d keeps its sections with FieldsSeldom", p, u.N)
+			}
+			for _, name := range findcheck.Names(plain[i].Fields()) {
+				if got, want := lookup(u, name), lookup(plain[i], name); got != want {
+					t.Fatalf("%s: unit %d: %s is %s with FieldsSeldom, %s without", p, u.N, name, got, want)
+				}
+				if strings.HasPrefix(name, "amqp.properties") || strings.HasPrefix(name, "amqp.applicationProperties") {
+					sections++
+				}
+			}
+		}
+	}
+	if sections == 0 {
+		t.Fatal("no section fields in the shipped captures' messages: the parse again went untested")
+	}
 }
 
 // TestFinderAnswers checks what the finder answers without a tree, and
