@@ -189,28 +189,57 @@ func scan(b []byte, off, depth int) (Value, error) {
 
 // scanTo is scan writing into *v (which it overwrites, on error too):
 // loops that keep the values in place spare a copy of each. The common
-// values (not described, fixed width or with a one-byte size: integers,
-// booleans, nulls, short strings and binaries) are measured here; the rest
-// by scanValue, which finds the same for these.
+// values are measured here (see scanShort), and so are those described
+// by a one-byte descriptor (0x53, smallulong: every performative and
+// every message section as peers send them); the rest by scanValue, which
+// finds the same for these (TestScanShortAgreesWithScanValue).
 func scanTo(b []byte, off, depth int, v *Value) (err error) {
 	if off >= 0 && off < len(b) {
-		code := Code(b[off])
-		e := &encodings[code]
-		switch {
-		case e.category == categoryFixed:
-			if end := off + 1 + e.width; end <= len(b) {
-				*v = Value{Start: off, End: end, Code: code, Data: off + 1}
-				return nil
-			}
-		case e.category == categoryVariable && e.width == 1 && off+1 < len(b):
-			if end := off + 2 + int(b[off+1]); end <= len(b) {
-				*v = Value{Start: off, End: end, Code: code, Data: off + 2}
-				return nil
-			}
+		if scanShort(b, off, depth, v) {
+			v.Start = off
+			return nil
+		}
+		if Code(b[off]) == CodeDescribed && depth <= maxDepth && off+3 < len(b) &&
+			Code(b[off+1]) == CodeSmallUlong && scanShort(b, off+3, depth, v) {
+			v.Start, v.DescStart, v.DescEnd = off, off+1, off+3
+			return nil
 		}
 	}
 	*v, err = scanValue(b, off, depth)
 	return err
+}
+
+// scanShort measures the value whose constructor is at off (within b),
+// and reports true, when it is one that needs no more than a look at its
+// first three bytes: not described, of fixed width, or with a one-byte
+// size (short strings, symbols and binaries), or a list or map with a
+// one-byte size and count (at a depth scanValue accepts). It sets *v's
+// End, Code, Data and Count as scanValue would, and zeroes the rest; for
+// anything else, or anything scanValue would refuse, it reports false.
+func scanShort(b []byte, off, depth int, v *Value) bool {
+	code := Code(b[off])
+	e := &encodings[code]
+	switch {
+	case e.category == categoryFixed:
+		if end := off + 1 + e.width; end <= len(b) {
+			*v = Value{End: end, Code: code, Data: off + 1}
+			return true
+		}
+	case e.category == categoryVariable && e.width == 1 && off+1 < len(b):
+		if end := off + 2 + int(b[off+1]); end <= len(b) {
+			*v = Value{End: end, Code: code, Data: off + 2}
+			return true
+		}
+	case e.category == categoryCompound && e.width == 1 && off+2 < len(b) && depth <= maxDepth:
+		// The size counts the count byte and the items.
+		n := int(b[off+1])
+		end, c, data := off+2+n, int(b[off+2]), off+3
+		if n >= 1 && end <= len(b) && c <= end-data && (code != CodeMap8 || c%2 == 0) {
+			*v = Value{End: end, Code: code, Data: data, Count: c}
+			return true
+		}
+	}
+	return false
 }
 
 func scanValue(b []byte, off, depth int) (Value, error) {
