@@ -38,10 +38,7 @@ func TestStableInput(t *testing.T) {
 // that the same frames copied do not.
 func TestStableInputAllocs(t *testing.T) {
 	client, _ := conversation(0, 0, 128<<10)
-	var msgs []byte
-	for range 32 {
-		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
-	}
+	msgs := publishes(32)
 	copied, stable := stablecheck.Allocs(New, client, decode.DirF, msgs)
 	if stable > copied {
 		t.Errorf("%.1f allocations per Feed of 32 messages with stable input, %.1f without", stable, copied)
@@ -53,13 +50,20 @@ func TestStableInputAllocs(t *testing.T) {
 // messages costs fewer allocations.
 func TestTransientAllocs(t *testing.T) {
 	client, _ := conversation(0, 0, 128<<10)
-	var msgs []byte
-	for range 256 {
-		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
-	}
+	msgs := publishes(256)
 	kept, transient := stablecheck.TransientAllocs(New, client, decode.DirF, msgs)
 	t.Logf("%.1f allocations per Feed of 256 messages, %.1f for a transient caller", kept, transient)
 	if transient > kept/2 {
 		t.Errorf("transient caller: %.1f allocations per Feed of 256 messages, want at most half of %.1f", transient, kept)
 	}
+}
+
+// publishes is n small messages published on channel 1, their frames
+// back to back.
+func publishes(n int) []byte {
+	var msgs []byte
+	for range n {
+		msgs = AppendMessage(msgs, 1, &BasicPublish{Exchange: []byte("amq.direct"), RoutingKey: []byte("orders")}, &Properties{}, []byte("0123456789abcdef"), 128<<10)
+	}
+	return msgs
 }
