@@ -174,8 +174,9 @@ type renderJob struct {
 	ready chan struct{}
 }
 
-// parallelRender renders text or JSON on several goroutines while the
-// pipeline decodes, and writes the results in order. A unit's field tree
+// parallelRender renders text or JSON on worker goroutines (see
+// renderWorkers) while the pipeline decodes, and writes the results in
+// order. A unit's field tree
 // never depends on decoder state that changes later
 // (pipeline.TestFieldsOnAnotherGoroutine), so units can be rendered on any
 // goroutine once emitted.

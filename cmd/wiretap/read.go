@@ -63,10 +63,11 @@ func runRead(path string, f *decodeFlags) error {
 	// alternated runs) at 15-40 MB more peak RSS (SELECT 70 -> 109 MB;
 	// the 1 GB capture 76 -> 95 MB, 2.99 -> 2.65 s). JSON keeps 200: its
 	// large AMQP 0-9-1 bodies ran 32% slower at 400.
-	debug.SetGCPercent(200)
+	gcPercent := 200
 	if f.format == "text" {
-		debug.SetGCPercent(400)
+		gcPercent = 400
 	}
+	debug.SetGCPercent(gcPercent)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(192 << 20)
 	}
