@@ -17,6 +17,8 @@ type Decoder struct {
 	opt  decode.Options
 	emit decode.Emit
 	dirs [2]direction
+	// pieced reads a message completed in pieces (see pendingBytes).
+	pieced pieced
 	// inflight is the bytes kept for deliveries not yet complete, on
 	// both directions and every link: bounded by Options.MaxMessage, as
 	// AMQP 0-9-1's content bodies are.

@@ -29,6 +29,7 @@ func (m *CompletedMessage) ExtKind() int {
 // AppendExt implements decode.FrozenExt. A message in one transfer is a
 // slice of the unit's bytes and is written as its place in them.
 func (m *CompletedMessage) AppendExt(u *decode.Unit, b []byte) []byte {
+	m.materialize()
 	if m.aliasesRaw(u) {
 		b = append(b, 1)
 		b = binary.AppendUvarint(b, uint64(len(m.Bytes)))

@@ -69,7 +69,7 @@ type Immutability struct {
 	// much as decoding it.
 	chunks     [][]byte
 	live       []int
-	shared     [][]byte
+	shared     []bareMsg
 	freeShared []int32
 	// Slabs the verdicts and their texts are carved from.
 	verdicts []immVerdict
@@ -102,10 +102,11 @@ const immBlock = 4096
 const immChunk = 256 << 10
 
 // keep copies id and bare into the current chunk and records where they
-// went; byRef keeps bare as it is instead (see Immutability.shared).
-func (im *Immutability) keep(e *immEntry, id string, bare []byte, byRef bool) {
-	size := len(id) + len(bare)
-	e.chunk, e.off, e.idLen, e.length, e.shared = -1, 0, int32(len(id)), len(bare), 0
+// went; byRef keeps bare as it is instead (see Immutability.shared), in
+// pieces when it is in pieces.
+func (im *Immutability) keep(e *immEntry, id string, bare bareMsg, byRef bool) {
+	size := len(id) + bare.n
+	e.chunk, e.off, e.idLen, e.length, e.shared = -1, 0, int32(len(id)), bare.n, 0
 	if byRef {
 		size = len(id)
 		if n := len(im.freeShared); n > 0 {
@@ -136,7 +137,12 @@ func (im *Immutability) keep(e *immEntry, id string, bare []byte, byRef bool) {
 	e.chunk, e.off = int32(last), int32(len(c))
 	c = append(c, id...)
 	if !byRef {
-		c = append(c, bare...)
+		if bare.pieces == nil {
+			c = append(c, bare.b...)
+		}
+		for _, q := range bare.pieces {
+			c = append(c, q...)
+		}
 	}
 	im.chunks[last] = c
 	im.live[last] += size
@@ -147,7 +153,7 @@ func (im *Immutability) keep(e *immEntry, id string, bare []byte, byRef bool) {
 func (im *Immutability) forget(e *immEntry) {
 	size := int(e.idLen) + e.length
 	if e.shared > 0 {
-		im.shared[e.shared-1] = nil
+		im.shared[e.shared-1] = bareMsg{}
 		im.freeShared = append(im.freeShared, e.shared-1)
 		size, e.shared = int(e.idLen), 0
 	}
@@ -161,21 +167,21 @@ func (im *Immutability) forget(e *immEntry) {
 }
 
 // bareOf returns e's bare message.
-func (im *Immutability) bareOf(e *immEntry) []byte {
+func (im *Immutability) bareOf(e *immEntry) bareMsg {
 	if e.shared > 0 {
 		return im.shared[e.shared-1]
 	}
 	if e.chunk < 0 {
-		return nil
+		return bareMsg{}
 	}
 	off := int(e.off) + int(e.idLen)
 	end := off + e.length
-	return im.chunks[e.chunk][off:end:end]
+	return bareMsg{b: im.chunks[e.chunk][off:end:end], n: e.length}
 }
 
 // is reports whether e is the message known by id or, when id is empty,
 // by bare.
-func (im *Immutability) is(e *immEntry, id string, bare []byte) bool {
+func (im *Immutability) is(e *immEntry, id string, bare *bareMsg) bool {
 	if int(e.idLen) != len(id) {
 		return false
 	}
@@ -183,7 +189,14 @@ func (im *Immutability) is(e *immEntry, id string, bare []byte) bool {
 		off := int(e.off)
 		return string(im.chunks[e.chunk][off:off+len(id)]) == id
 	}
-	return e.length == len(bare) && bytes.Equal(im.bareOf(e), bare)
+	if e.length != bare.n {
+		return false
+	}
+	kept := im.bareOf(e)
+	if kept.pieces == nil && bare.pieces == nil {
+		return bytes.Equal(kept.b, bare.b)
+	}
+	return firstDiffBare(&kept, bare) < 0
 }
 
 // entry returns the entry numbered seq.
@@ -211,7 +224,7 @@ func (im *Immutability) add(e immEntry) int64 {
 
 // find returns the number of the entry known by id (or bare) among those
 // with hash h, or -1, and the newest entry with hash h (-1 for none).
-func (im *Immutability) find(h uint64, id string, bare []byte) (seq, newest int64) {
+func (im *Immutability) find(h uint64, id string, bare *bareMsg) (seq, newest int64) {
 	newest, ok := im.index[h]
 	if !ok {
 		return -1, -1
@@ -227,11 +240,20 @@ func (im *Immutability) find(h uint64, id string, bare []byte) (seq, newest int6
 }
 
 // sum is the index's hash of a message known by id, or by bare without one.
-func (im *Immutability) sum(id string, bare []byte) uint64 {
+func (im *Immutability) sum(id string, bare *bareMsg) uint64 {
 	if id != "" {
 		return (maphash.String(im.seed, id) ^ 0x9e3779b97f4a7c15) & im.mask
 	}
-	return maphash.Bytes(im.seed, bare) & im.mask
+	if bare.pieces == nil {
+		return maphash.Bytes(im.seed, bare.b) & im.mask
+	}
+	// The same hash as of the pieces joined (TestSumOfPieces).
+	var h maphash.Hash
+	h.SetSeed(im.seed)
+	for _, q := range bare.pieces {
+		h.Write(q)
+	}
+	return h.Sum64() & im.mask
 }
 
 // ImmutabilityReport counts what an Immutability saw.
@@ -266,23 +288,25 @@ func NewImmutability() *Immutability {
 // are ignored. For a leaving message paired with an entering one it
 // returns the verdict (and annotates the unit), else nil.
 func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
-	cm := MessageOf(u)
+	// Not MessageOf: a message still in pieces is compared and kept as
+	// them (see pendingBytes).
+	cm, _ := u.Ext().(*CompletedMessage)
 	if cm == nil || u.Conn == nil {
 		return nil
 	}
-	bare := cm.Bare()
+	bare := cm.bare()
 	id := u.MessageID()
 	by := "message-id"
 	if id == "" {
 		by = "bare-message hash"
 	}
-	h := im.sum(id, bare)
+	h := im.sum(id, &bare)
 	if u.Dir == decode.DirF {
 		im.rep.Entered++
 		// Bytes of the message's own (never a slab's) are kept as they
 		// are when the bare message fills them but for a fifth at most.
-		byRef := cm.own > 0 && len(bare) > rawCarved && cm.own-len(bare) <= len(bare)/4
-		if seq, newest := im.find(h, id, bare); seq >= 0 {
+		byRef := cm.own > 0 && bare.n > rawCarved && cm.own-bare.n <= bare.n/4
+		if seq, newest := im.find(h, id, &bare); seq >= 0 {
 			e := im.entry(seq)
 			im.bytes -= e.length
 			im.forget(e)
@@ -293,7 +317,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 			im.keep(&e, id, bare, byRef)
 			im.index[h] = im.add(e)
 		}
-		im.bytes += len(bare)
+		im.bytes += bare.n
 		im.evict()
 		return nil
 	}
@@ -301,8 +325,8 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	// The connection that sent it may be the one it comes back on: a
 	// client that publishes and consumes on one connection.
 	seq := im.next
-	if seq < im.head || seq >= im.tail || im.entry(seq).hash != h || !im.is(im.entry(seq), id, bare) {
-		if seq, _ = im.find(h, id, bare); seq < 0 {
+	if seq < im.head || seq >= im.tail || im.entry(seq).hash != h || !im.is(im.entry(seq), id, &bare) {
+		if seq, _ = im.find(h, id, &bare); seq < 0 {
 			return nil
 		}
 	}
@@ -311,13 +335,13 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	im.rep.Paired++
 	e := struct {
 		conn, n int
-		bare    []byte
+		bare    bareMsg
 	}{int(ent.conn), ent.n, im.bareOf(ent)}
 	blk := im.verdict()
 	v := &blk.v
-	*v = ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: len(e.bare), Out: len(bare)}
+	*v = ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: e.bare.n, Out: bare.n}
 	if id != "" {
-		v.Offset = firstDiff(e.bare, bare)
+		v.Offset = firstDiffBare(&e.bare, &bare)
 	} // else the entry is the one with these very bytes
 	v.Identical = v.Offset < 0
 	f := &blk.f
@@ -332,14 +356,15 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 			from += " unit " + strconv.Itoa(e.n)
 		}
 		im.rep.Modified++
-		v.Where = locate(e.bare, v.Offset)
+		sent, got := e.bare.join(), bare.join()
+		v.Where = locate(sent, v.Offset)
 		f.Value = "modified"
 		msg := "bare message modified by the broker: differs from " + from + " at byte " + strconv.Itoa(v.Offset) +
 			" of the bare message"
 		if v.Where != "" {
 			msg += " (" + v.Where + ")"
 		}
-		msg += "; sent " + byteAt(e.bare, v.Offset) + ", received " + byteAt(bare, v.Offset) +
+		msg += "; sent " + byteAt(sent, v.Offset) + ", received " + byteAt(got, v.Offset) +
 			"; " + strconv.Itoa(v.In) + " bytes sent, " + strconv.Itoa(v.Out) + " received"
 		f.Display = msg
 		u.Warn(msg)

@@ -95,6 +95,9 @@ type CompletedMessage struct {
 	own int
 	// lazy says Message.Sections was not kept (see WithSections).
 	lazy bool
+	// pending holds a message's pieces until Bytes is first wanted (see
+	// pendingBytes); nil when Bytes was set at once.
+	pending *pendingBytes
 }
 
 // WithSections returns m when it keeps its sections, else a copy of m
@@ -120,6 +123,9 @@ func (m *CompletedMessage) Bare() []byte { return m.Message.Bare(m.Bytes) }
 // MessageOf returns the message a transfer unit completes, or nil.
 func MessageOf(u *decode.Unit) *CompletedMessage {
 	m, _ := u.Ext().(*CompletedMessage)
+	if m != nil && m.pending != nil {
+		m.materialize()
+	}
 	return m
 }
 
@@ -243,9 +249,16 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		return s
 	}
 	from := dl.body.Len()
-	msg := dl.body.Concat(payload)
 	cm := d.completed()
-	cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = msg, dl.frames, payloadOff-from, from, len(msg)
+	if list := dl.body.Slices(); d.opt.FieldsSeldom && len(list) > 0 {
+		// Joined on first use, not here (see pendingBytes).
+		n := from + len(payload)
+		cm.pending = &pendingBytes{pieces: append(list[:len(list):len(list)], u.Raw[payloadOff:]), n: n}
+		cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = dl.frames, payloadOff-from, from, n
+	} else {
+		msg := dl.body.Concat(payload)
+		cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = msg, dl.frames, payloadOff-from, from, len(msg)
+	}
 	if !t.HasDeliveryID {
 		t.DeliveryID = dl.id
 	}
@@ -261,7 +274,23 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 		s = strconv.AppendUint(s, uint64(t.MessageFormat), 10)
 		u.Warn("message-format " + strconv.FormatUint(uint64(t.MessageFormat), 10) + " is not the standard format 0: sections decoded anyway")
 	}
-	err := ParseMessage(cm.Bytes, &st.msg)
+	var err error
+	size := len(cm.Bytes)
+	pc := &d.pieced
+	if cm.pending != nil {
+		size = cm.pending.n
+		pc.reset(cm.pending.pieces, pc.scratch)
+		defer func() { pc.pieces = nil }()
+		var ok bool
+		if err, ok = parseMessagePieces(pc, &st.msg); !ok {
+			// The pieces do not say it alone: joined now, as always before.
+			cm.materialize()
+			cm.pending = nil
+			err = ParseMessage(cm.Bytes, &st.msg)
+		}
+	} else {
+		err = ParseMessage(cm.Bytes, &st.msg)
+	}
 	cm.Message = st.msg
 	if d.opt.FieldsSeldom {
 		cm.Message.Sections, cm.lazy = nil, true
@@ -273,7 +302,11 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	// Nearly every completing unit gets notes (its message, its id).
 	d.notes.Give(u, d.opt.Slab(messageSlab))
 	u.SetExt(cm)
-	u.SetMessageID(d.messageID(st, m, cm.Bytes))
+	if cm.pending != nil {
+		u.SetMessageID(d.messageIDPieces(st, pc, m))
+	} else {
+		u.SetMessageID(d.messageID(st, m, cm.Bytes))
+	}
 	if u.MessageID() != "" {
 		s = append(s, " message-id="...)
 		s = appendQuoted(s, []byte(u.MessageID()))
@@ -293,14 +326,18 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 		s = append(s, " ("...)
 		s = strconv.AppendInt(s, int64(cm.Frames), 10)
 		s = append(s, " frames, "...)
-		s = strconv.AppendInt(s, int64(len(cm.Bytes)), 10)
+		s = strconv.AppendInt(s, int64(size), 10)
 		s = append(s, " B)"...)
 	}
 	if err != nil {
 		u.Warn("message: " + err.Error())
 	}
 	ck := d.checksum()
-	*ck = m.VerifyChecksum(cm.Bytes)
+	if cm.pending != nil {
+		*ck = verifyChecksumPieces(pc, m)
+	} else {
+		*ck = m.VerifyChecksum(cm.Bytes)
+	}
 	u.SetChecksum(ck)
 	s = append(s, ' ')
 	if ck.Status == decode.ChecksumAbsent {
