@@ -44,6 +44,17 @@ func TestScanShortAgreesWithScanValue(t *testing.T) {
 		[]byte{0xc0, 0x01, 0x00}, []byte{0xc0, 0x05, 0x02, 0x40}, []byte{0xc1, 0x03, 0x02, 0x40, 0x40},
 		[]byte{0x00, 0x53, 0x70, 0xc0, 0x01, 0x00}, []byte{0x00, 0x53, 0x70, 0x00, 0x53, 0x70, 0x45},
 		[]byte{0x00, 0x53}, []byte{0x00, 0x53, 0x70}, []byte{0x00, 0x53, 0x70, 0xa1, 0x05, 'a'})
+	// And of four-byte sizes (go-amqp's lists and maps, large binaries):
+	// a list32 and map32 message, a vbin32; a size under the count field,
+	// a count past the size, an odd map32, sizes past the buffer and past
+	// what an int holds, a str32 cut short.
+	big := AppendDescribed(nil, DescriptorProperties, AppendList32(nil, AppendString(nil, "m-2"), AppendNull(nil)))
+	big = append(big, AppendDescribed(nil, DescriptorApplicationProperties, append([]byte{0xd1, 0, 0, 0, 0x0b, 0, 0, 0, 2, 0xa1, 1, 'k'}, AppendUint(nil, 3)...))...)
+	big = append(big, AppendDescribed(nil, DescriptorData, AppendBinary(nil, make([]byte, 300)))...)
+	seeds = append(seeds, big,
+		[]byte{0xd0, 0, 0, 0, 3, 0, 0, 0}, []byte{0xd0, 0, 0, 0, 5, 0, 0, 0, 9, 0x40}, []byte{0xd1, 0, 0, 0, 6, 0, 0, 0, 1, 0x40, 0x40},
+		[]byte{0xd0, 0, 0, 0, 4, 0, 0, 0, 0}, []byte{0xd0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, []byte{0xb0, 0x7f, 0xff, 0xff, 0xff, 1},
+		[]byte{0xb1, 0, 0, 0, 4, 'a', 'b'}, []byte{0x00, 0x53, 0x75, 0xb0, 0, 0, 0, 1, 7})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, s := range seeds {
 		inputs = append(inputs, s)

@@ -238,6 +238,29 @@ func scanShort(b []byte, off, depth int, v *Value) bool {
 			*v = Value{End: end, Code: code, Data: data, Count: c}
 			return true
 		}
+	case e.width == 4 && off+4 < len(b) && depth <= maxDepth:
+		// Four-byte sizes (go-amqp writes every list and map so); one
+		// past maxInt, which int cannot hold, is left to scanValue.
+		n32 := binary.BigEndian.Uint32(b[off+1:])
+		if uint64(n32) > uint64(maxInt-off-5) {
+			return false
+		}
+		n := int(n32)
+		end := off + 5 + n
+		if end > len(b) {
+			return false
+		}
+		switch {
+		case e.category == categoryVariable:
+			*v = Value{End: end, Code: code, Data: off + 5}
+			return true
+		case e.category == categoryCompound && n >= 4:
+			c32, data := binary.BigEndian.Uint32(b[off+5:]), off+9
+			if uint64(c32) <= uint64(end-data) && (code != CodeMap32 || c32%2 == 0) {
+				*v = Value{End: end, Code: code, Data: data, Count: int(c32)}
+				return true
+			}
+		}
 	}
 	return false
 }
