@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +44,9 @@ func TestAdvise(t *testing.T) {
 		if tc.want && !strings.Contains(got, "advised 67108864 hg-mapping 1") {
 			t.Errorf("%s: want 64 MiB advised and a mapping flagged hg covering it; child says:\n%s", tc.env, got)
 		}
+		if tc.want && !strings.Contains(got, "collections 1 gcpercent 123") {
+			t.Errorf("want one collection and the collector's setting kept; child says:\n%s", got)
+		}
 		if !tc.want && !strings.Contains(got, "advised 0 ") {
 			t.Errorf("%s: want nothing advised; child says:\n%s", tc.env, got)
 		}
@@ -53,7 +58,14 @@ func TestAdvise(t *testing.T) {
 // cover a fresh allocation of 32 MiB, which the allocator should hand
 // out of the advised range.
 func child() {
+	debug.SetGCPercent(123)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	n := Advise(66 << 20)
+	runtime.ReadMemStats(&after)
+	// Advise collects once (the ballast's own allocation must not start
+	// a cycle of its own), and leaves the collector's setting as it was.
+	os.Stdout.WriteString("collections " + strconv.Itoa(int(after.NumGC-before.NumGC)) + " gcpercent " + strconv.Itoa(debug.SetGCPercent(100)) + "\n")
 	if n > 64<<20 {
 		n = 64 << 20
 	}
