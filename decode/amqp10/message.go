@@ -77,38 +77,46 @@ func ParseMessage(b []byte, m *Message) error {
 		if !ok || code < DescriptorHeader || code > DescriptorFooter {
 			return errAt(off, "message section expected, got "+v.Code.String())
 		}
-		if orderErr == nil && (code < last || (code == last && code != DescriptorData && code != DescriptorAMQPSequence) ||
-			(code >= DescriptorData && code <= DescriptorAMQPValue && last >= DescriptorData && last <= DescriptorAMQPValue && code != last)) {
-			orderErr = errAt(off, "section "+described[code].name+" out of order after "+described[last].name)
-		}
-		last = code
-		m.Sections = append(m.Sections, Section{Descriptor: code, Value: v})
-		switch {
-		case isBare(code):
-			if m.BareStart < 0 {
-				m.BareStart = off
-			}
-		case code == DescriptorFooter:
-			if m.Footer < 0 {
-				m.Footer = len(m.Sections) - 1
-				m.BareEnd = off
-			}
-		}
-		switch code {
-		case DescriptorProperties:
-			m.Properties = len(m.Sections) - 1
-		case DescriptorData:
-			m.BodyKind = "data"
-			m.BodySections++
-			m.BodyBytes += v.End - v.Data
-		case DescriptorAMQPSequence, DescriptorAMQPValue:
-			m.BodyKind = described[code].name
-			m.BodySections++
-			m.BodyBytes += v.End - v.DescEnd
-		}
+		m.add(code, &v, off, &last, &orderErr)
 		off = v.End
 	}
 	return orderErr
+}
+
+// add records section code, located as v at off: where the bare message
+// and the footer begin, which one is the properties, what the body is;
+// orderErr gets the first section out of order after last (which add
+// moves on).
+func (m *Message) add(code uint64, v *Value, off int, last *uint64, orderErr *error) {
+	if *orderErr == nil && (code < *last || (code == *last && code != DescriptorData && code != DescriptorAMQPSequence) ||
+		(code >= DescriptorData && code <= DescriptorAMQPValue && *last >= DescriptorData && *last <= DescriptorAMQPValue && code != *last)) {
+		*orderErr = errAt(off, "section "+described[code].name+" out of order after "+described[*last].name)
+	}
+	*last = code
+	m.Sections = append(m.Sections, Section{Descriptor: code, Value: *v})
+	switch {
+	case isBare(code):
+		if m.BareStart < 0 {
+			m.BareStart = off
+		}
+	case code == DescriptorFooter:
+		if m.Footer < 0 {
+			m.Footer = len(m.Sections) - 1
+			m.BareEnd = off
+		}
+	}
+	switch code {
+	case DescriptorProperties:
+		m.Properties = len(m.Sections) - 1
+	case DescriptorData:
+		m.BodyKind = "data"
+		m.BodySections++
+		m.BodyBytes += v.End - v.Data
+	case DescriptorAMQPSequence, DescriptorAMQPValue:
+		m.BodyKind = described[code].name
+		m.BodySections++
+		m.BodyBytes += v.End - v.DescEnd
+	}
 }
 
 // Bare returns the bare message's bytes (empty when the bounds do not fit

@@ -236,7 +236,7 @@ func (p *pieced) section(off int) (v Value, desc uint64, ok bool) {
 // parseMessagePieces is ParseMessage over a message in pieces; ok is
 // false when the pieces alone do not answer (see section), and m is then
 // to be parsed from the joined bytes.
-func parseMessagePieces(p *pieced, m *Message) (err error, ok bool) {
+func parseMessagePieces(p *pieced, m *Message) (ok bool, err error) {
 	m.Sections = m.Sections[:0]
 	m.BareStart, m.BareEnd, m.Footer, m.Properties = -1, p.n, -1, -1
 	m.BodyKind, m.BodySections, m.BodyBytes = "", 0, 0
@@ -245,46 +245,18 @@ func parseMessagePieces(p *pieced, m *Message) (err error, ok bool) {
 	for off := 0; off < p.n; {
 		v, code, ok := p.section(off)
 		if !ok {
-			return nil, false
+			return false, nil
 		}
 		if code < DescriptorHeader || code > DescriptorFooter {
-			return nil, false
+			return false, nil
 		}
-		if orderErr == nil && (code < last || (code == last && code != DescriptorData && code != DescriptorAMQPSequence) ||
-			(code >= DescriptorData && code <= DescriptorAMQPValue && last >= DescriptorData && last <= DescriptorAMQPValue && code != last)) {
-			orderErr = errAt(off, "section "+described[code].name+" out of order after "+described[last].name)
-		}
-		last = code
-		m.Sections = append(m.Sections, Section{Descriptor: code, Value: v})
-		switch {
-		case isBare(code):
-			if m.BareStart < 0 {
-				m.BareStart = off
-			}
-		case code == DescriptorFooter:
-			if m.Footer < 0 {
-				m.Footer = len(m.Sections) - 1
-				m.BareEnd = off
-			}
-		}
-		switch code {
-		case DescriptorProperties:
-			m.Properties = len(m.Sections) - 1
-		case DescriptorData:
-			m.BodyKind = "data"
-			m.BodySections++
-			m.BodyBytes += v.End - v.Data
-		case DescriptorAMQPSequence, DescriptorAMQPValue:
-			m.BodyKind = described[code].name
-			m.BodySections++
-			m.BodyBytes += v.End - v.DescEnd
-		}
+		m.add(code, &v, off, &last, &orderErr)
 		off = v.End
 	}
 	if m.BareStart < 0 || m.BareStart > m.BareEnd {
 		m.BareStart = m.BareEnd
 	}
-	return orderErr, true
+	return true, orderErr
 }
 
 // local returns section i of m alone, as a message of one section over

@@ -134,7 +134,7 @@ func TestPiecesAgreeWithJoined(t *testing.T) {
 			var p pieced
 			p.reset(ps, nil)
 			var got Message
-			gerr, ok := parseMessagePieces(&p, &got)
+			ok, gerr := parseMessagePieces(&p, &got)
 			if !ok {
 				if i < well {
 					t.Fatalf("message %d (%d bytes, %d pieces): well formed, but not answered from its pieces", i, len(b), len(ps))
@@ -328,7 +328,7 @@ func FuzzPieces(f *testing.F) {
 			var p pieced
 			p.reset(ps, nil)
 			var got Message
-			gerr, ok := parseMessagePieces(&p, &got)
+			ok, gerr := parseMessagePieces(&p, &got)
 			if !ok {
 				continue
 			}

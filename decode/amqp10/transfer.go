@@ -282,7 +282,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 		pc.reset(cm.pending.pieces, pc.scratch)
 		defer func() { pc.pieces = nil }()
 		var ok bool
-		if err, ok = parseMessagePieces(pc, &st.msg); !ok {
+		if ok, err = parseMessagePieces(pc, &st.msg); !ok {
 			// The pieces do not say it alone: joined now, as always before.
 			cm.materialize()
 			cm.pending = nil
