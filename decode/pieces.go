@@ -82,6 +82,10 @@ func (p *Pieces) AddRef(q []byte) {
 	p.n += len(q)
 }
 
+// Copied reports whether some of the bytes were copied into chunks of
+// the pieces' own (see Add), rather than kept where they were.
+func (p *Pieces) Copied() bool { return p.chunks > 0 }
+
 // Len is the number of bytes kept.
 func (p *Pieces) Len() int { return p.n }
 

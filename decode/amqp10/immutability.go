@@ -193,9 +193,6 @@ func (im *Immutability) is(e *immEntry, id string, bare *bareMsg) bool {
 		return false
 	}
 	kept := im.bareOf(e)
-	if kept.pieces == nil && bare.pieces == nil {
-		return bytes.Equal(kept.b, bare.b)
-	}
 	return firstDiffBare(&kept, bare) < 0
 }
 

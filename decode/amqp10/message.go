@@ -150,6 +150,12 @@ func (m *Message) VerifyChecksum(b []byte) decode.Checksum {
 	} else {
 		got = crc32.ChecksumIEEE(bare)
 	}
+	return a.verdict(got)
+}
+
+// verdict is the checksum the annotation expects, against got, the
+// bare message's.
+func (a *checksumAnnotation) verdict(got uint32) decode.Checksum {
 	st := decode.ChecksumOK
 	if got != a.expected {
 		st = decode.ChecksumMismatch

@@ -27,7 +27,6 @@ import (
 type pendingBytes struct {
 	mu     sync.Mutex
 	pieces [][]byte // nil once joined
-	n      int
 }
 
 // materialize joins a message's pending pieces into its Bytes; it is
@@ -144,12 +143,13 @@ type pieced struct {
 	scratch     []byte
 }
 
-func (p *pieced) reset(pieces [][]byte, scratch []byte) {
+// reset makes p read pieces, keeping its scratch space.
+func (p *pieced) reset(pieces [][]byte) {
 	n := 0
 	for _, q := range pieces {
 		n += len(q)
 	}
-	*p = pieced{pieces: pieces, n: n, scratch: scratch[:0]}
+	*p = pieced{pieces: pieces, n: n, scratch: p.scratch[:0]}
 }
 
 // find returns the index of the piece holding offset off (0 <= off < n)
@@ -205,6 +205,8 @@ func (p *pieced) section(off int) (v Value, desc uint64, ok bool) {
 	e := &encodings[code]
 	var end, data int
 	switch {
+	case e.category == categoryArray:
+		return v, 0, false // its element constructor's offsets too
 	case e.category == categoryFixed:
 		end = off + 4 + e.width
 	case e.width == 1:
@@ -225,7 +227,7 @@ func (p *pieced) section(off int) (v Value, desc uint64, ok bool) {
 		return Value{Start: off, End: end, Code: code, DescStart: off + 1, DescEnd: off + 3, Data: data}, desc, true
 	}
 	w := p.window(off, end-off)
-	if e.category == categoryArray || scanTo(w, 0, 0, &v) != nil || v.End != len(w) || !v.Described() {
+	if scanTo(w, 0, 0, &v) != nil || v.End != len(w) || !v.Described() {
 		return v, 0, false
 	}
 	v.Start, v.End, v.Data = off, off+v.End, off+v.Data
@@ -303,17 +305,13 @@ func verifyChecksumPieces(p *pieced, m *Message) decode.Checksum {
 	} else {
 		p.each(m.BareStart, m.BareEnd, func(q []byte) { got = crc32.Update(got, crc32.IEEETable, q) })
 	}
-	st := decode.ChecksumOK
-	if got != a.expected {
-		st = decode.ChecksumMismatch
-	}
-	return decode.Checksum{Algorithm: a.alg, Status: st, Expected: a.expected, Actual: got}
+	return a.verdict(got)
 }
 
-// each calls f with the bytes [from, to) of the message, piece by piece.
+// each calls f with the bytes [from, to) of the message, piece by piece
+// (none when the range is empty).
 func (p *pieced) each(from, to int, f func([]byte)) {
 	if from >= to {
-		f(nil)
 		return
 	}
 	i, at := p.find(from)

@@ -18,7 +18,7 @@ import (
 // answer alone (a descriptor other than a smallulong, an array), and
 // corruptions and truncations of them all. well says how many at the
 // front are well formed.
-func piecedMessages(t *testing.T) (msgs [][]byte, well int) {
+func piecedMessages(t testing.TB) (msgs [][]byte, well int) {
 	t.Helper()
 	files, _ := filepath.Glob("../../testdata/amqp10-*.pcapng")
 	for _, f := range files {
@@ -132,7 +132,7 @@ func TestPiecesAgreeWithJoined(t *testing.T) {
 		wantCk := want.VerifyChecksum(b)
 		for _, ps := range splits(rng, b) {
 			var p pieced
-			p.reset(ps, nil)
+			p.reset(ps)
 			var got Message
 			ok, gerr := parseMessagePieces(&p, &got)
 			if !ok {
@@ -216,8 +216,9 @@ func TestBareInPieces(t *testing.T) {
 }
 
 // TestPendingMessages decodes deliveries of many transfers with and
-// without decode.Options.FieldsSeldom (where the message is left in
-// pieces) and the two agree: every unit's summary, warnings, message-id
+// without decode.Options.FieldsSeldom (where, on stable input, the
+// message is left in pieces; copied into the pieces' chunks, it is
+// joined at once) and they agree: every unit's summary, warnings, message-id
 // and checksum, the message's bytes once asked for, and the immutability
 // tracker's verdicts, a modified message's included; and the pieces are
 // joined only when asked for.
@@ -225,6 +226,7 @@ func TestPendingMessages(t *testing.T) {
 	big := bytes.Repeat([]byte("wiretap "), 3000)
 	props := func(id string) []byte { return AppendList(nil, AppendString(nil, id)) }
 	var in, out []byte
+	ownFrames := 0 // messages of either side, all of whose frames are large
 	in = append(in, "AMQP\x00\x01\x00\x00"...)
 	out = append(out, "AMQP\x00\x01\x00\x00"...)
 	for i := range 6 {
@@ -246,73 +248,107 @@ func TestPendingMessages(t *testing.T) {
 			m   []byte
 		}{{&in, msg}, {&out, sent}} {
 			step := 1000 + 997*i
+			own := true // every frame a unit's own bytes when copied
 			for off := 0; off < len(side.m); off += step {
 				end := min(off+step, len(side.m))
-				*side.dst = append(*side.dst, transferFrame(0, 0, uint32(i), end < len(side.m), side.m[off:end])...)
+				f := transferFrame(0, 0, uint32(i), end < len(side.m), side.m[off:end])
+				own = own && len(f) > rawCarved
+				*side.dst = append(*side.dst, f...)
+			}
+			if own {
+				ownFrames++
 			}
 		}
 	}
-	run := func(seldom bool) ([]*decode.Unit, []*decode.Unit) {
+	// As `read` decodes a mapped capture: stable input, fields seldom
+	// wanted, whole streams; and the same fields-seldom decoder fed in
+	// chunks of a copy, where frames are copied into the pieces' chunks
+	// and the message is joined at once; and the plain decoder.
+	run := func(seldom, stable bool) ([]*decode.Unit, []*decode.Unit) {
 		opt := decode.DefaultOptions()
-		opt.FieldsSeldom, opt.Transient = seldom, seldom
+		opt.FieldsSeldom, opt.Transient, opt.StableInput = seldom, seldom, stable
 		var units [2][]*decode.Unit
 		for i, b := range [][]byte{in, out} {
 			conn := &decode.Conn{ID: i + 1, Proto: decode.ProtoAMQP10}
 			d := New(conn, opt, func(u *decode.Unit) { units[i] = append(units[i], u) })
 			dir := []decode.Dir{decode.DirF, decode.DirB}[i]
+			if stable {
+				d.Feed(dir, b, time.Unix(0, 0))
+				continue
+			}
 			for off := 0; off < len(b); off += 4096 {
-				d.Feed(dir, b[off:min(off+4096, len(b))], time.Unix(0, 0))
+				d.Feed(dir, append([]byte(nil), b[off:min(off+4096, len(b))]...), time.Unix(0, 0))
 			}
 		}
 		return units[0], units[1]
 	}
-	pin, pout := run(true)
-	jin, jout := run(false)
-	pending := 0
-	for _, u := range append(append([]*decode.Unit(nil), pin...), pout...) {
-		if cm, _ := u.Ext().(*CompletedMessage); cm != nil && cm.pending != nil && cm.Bytes == nil {
-			pending++
+	left := func(sets ...[]*decode.Unit) int {
+		n := 0
+		for _, set := range sets {
+			for _, u := range set {
+				if cm, _ := u.Ext().(*CompletedMessage); cm != nil && cm.pending != nil && cm.Bytes == nil {
+					n++
+				}
+			}
 		}
+		return n
 	}
-	if pending != 12 {
+	pin, pout := run(true, true)
+	cin, cout := run(true, false)
+	if pending := left(pin, pout); pending != 12 {
 		t.Fatalf("%d messages left in pieces, want all 12", pending)
 	}
-	pim, jim := NewImmutability(), NewImmutability()
-	for _, set := range []struct{ p, j []*decode.Unit }{{pin, jin}, {pout, jout}} {
-		if len(set.p) != len(set.j) {
-			t.Fatalf("%d units in pieces, %d joined", len(set.p), len(set.j))
-		}
-		for k := range set.p {
-			p, j := set.p[k], set.j[k]
-			p.N, j.N = k+1, k+1
-			pv, jv := pim.Observe(p), jim.Observe(j)
-			if !reflect.DeepEqual(pv, jv) {
-				t.Fatalf("unit %d: verdict %+v in pieces, %+v joined", k, pv, jv)
-			}
-			if p.Summary != j.Summary || p.MessageID() != j.MessageID() || !reflect.DeepEqual(p.Warnings(), j.Warnings()) ||
-				!reflect.DeepEqual(p.Checksum(), j.Checksum()) {
-				t.Fatalf("unit %d:\npieces %q %q %v %+v\njoined %q %q %v %+v", k, p.Summary, p.MessageID(), p.Warnings(), p.Checksum(),
-					j.Summary, j.MessageID(), j.Warnings(), j.Checksum())
-			}
-			pm, jm := MessageOf(p), MessageOf(j)
-			if (pm == nil) != (jm == nil) || pm != nil && (!bytes.Equal(pm.Bytes, jm.Bytes) || pm.Bare() == nil) {
-				t.Fatalf("unit %d: message bytes differ once joined", k)
-			}
-		}
+	// Copied, a frame of a unit's own bytes (larger than rawCarved) is
+	// kept as them, a smaller one goes into a chunk: only messages of
+	// large frames alone are left in pieces.
+	if ownFrames == 0 || ownFrames == 12 {
+		t.Fatalf("%d messages of large frames alone: the set does not reach both ways", ownFrames)
 	}
-	// The message whose message-id the broker changed pairs with none.
-	if r := pim.Report(); r != jim.Report() || r.Paired != 5 || r.Modified != 1 || r.Identical != 4 {
-		t.Fatalf("report %+v in pieces, %+v joined", r, jim.Report())
+	if copied := left(cin, cout); copied != ownFrames {
+		t.Fatalf("%d messages of a copied stream left in pieces, want the %d of large frames alone", copied, ownFrames)
 	}
-	if !reflect.DeepEqual(pim.Summary(), jim.Summary()) {
-		t.Fatalf("summary %q in pieces, %q joined", pim.Summary(), jim.Summary())
+	for _, c := range []struct {
+		name      string
+		pin, pout []*decode.Unit
+	}{{"in pieces", pin, pout}, {"copied", cin, cout}} {
+		jin, jout := run(false, false)
+		pim, jim := NewImmutability(), NewImmutability()
+		for _, set := range []struct{ p, j []*decode.Unit }{{c.pin, jin}, {c.pout, jout}} {
+			if len(set.p) != len(set.j) {
+				t.Fatalf("%d units %s, %d joined", len(set.p), c.name, len(set.j))
+			}
+			for k := range set.p {
+				p, j := set.p[k], set.j[k]
+				p.N, j.N = k+1, k+1
+				pv, jv := pim.Observe(p), jim.Observe(j)
+				if !reflect.DeepEqual(pv, jv) {
+					t.Fatalf("unit %d: verdict %+v %s, %+v joined", k, pv, c.name, jv)
+				}
+				if p.Summary != j.Summary || p.MessageID() != j.MessageID() || !reflect.DeepEqual(p.Warnings(), j.Warnings()) ||
+					!reflect.DeepEqual(p.Checksum(), j.Checksum()) {
+					t.Fatalf("unit %d:\n%s %q %q %v %+v\njoined %q %q %v %+v", k, c.name, p.Summary, p.MessageID(), p.Warnings(), p.Checksum(),
+						j.Summary, j.MessageID(), j.Warnings(), j.Checksum())
+				}
+				pm, jm := MessageOf(p), MessageOf(j)
+				if (pm == nil) != (jm == nil) || pm != nil && (!bytes.Equal(pm.Bytes, jm.Bytes) || pm.Bare() == nil) {
+					t.Fatalf("unit %d: message bytes differ once joined", k)
+				}
+			}
+		}
+		// The message whose message-id the broker changed pairs with none.
+		if r := pim.Report(); r != jim.Report() || r.Paired != 5 || r.Modified != 1 || r.Identical != 4 {
+			t.Fatalf("report %+v %s, %+v joined", r, c.name, jim.Report())
+		}
+		if !reflect.DeepEqual(pim.Summary(), jim.Summary()) {
+			t.Fatalf("summary %q %s, %q joined", pim.Summary(), c.name, jim.Summary())
+		}
 	}
 }
 
 // FuzzPieces: a message cut anywhere reads from its pieces as it does
 // joined, or is refused to the joined bytes.
 func FuzzPieces(f *testing.F) {
-	msgs, _ := piecedMessages(&testing.T{})
+	msgs, _ := piecedMessages(f)
 	for i, m := range msgs {
 		if i%50 == 0 || i < 80 {
 			f.Add(m, uint64(i))
@@ -326,7 +362,7 @@ func FuzzPieces(f *testing.F) {
 		var st direction
 		for _, ps := range splits(rng, b)[:3] {
 			var p pieced
-			p.reset(ps, nil)
+			p.reset(ps)
 			var got Message
 			ok, gerr := parseMessagePieces(&p, &got)
 			if !ok {

@@ -250,11 +250,14 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 	}
 	from := dl.body.Len()
 	cm := d.completed()
-	if list := dl.body.Slices(); d.opt.FieldsSeldom && len(list) > 0 {
-		// Joined on first use, not here (see pendingBytes).
-		n := from + len(payload)
-		cm.pending = &pendingBytes{pieces: append(list[:len(list):len(list)], u.Raw[payloadOff:]), n: n}
-		cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = dl.frames, payloadOff-from, from, n
+	if list := dl.body.Slices(); d.opt.FieldsSeldom && len(list) > 0 && !dl.body.Copied() && (d.ref || len(u.Raw) > rawCarved) {
+		// Joined on first use, not here (see pendingBytes). Only pieces
+		// that hold nothing else (stable input, units' own bytes): the
+		// chunks small frames are copied into are up to twice what they
+		// hold, and a small frame's bytes share a slab, which the
+		// immutability tracker, keeping the pieces, would keep too.
+		cm.pending = &pendingBytes{pieces: append(list[:len(list):len(list)], u.Raw[payloadOff:])}
+		cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = dl.frames, payloadOff-from, from, from+len(payload)
 	} else {
 		msg := dl.body.Concat(payload)
 		cm.Bytes, cm.Frames, cm.RawOffset, cm.RawFrom, cm.own = msg, dl.frames, payloadOff-from, from, len(msg)
@@ -278,9 +281,8 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	size := len(cm.Bytes)
 	pc := &d.pieced
 	if cm.pending != nil {
-		size = cm.pending.n
-		pc.reset(cm.pending.pieces, pc.scratch)
-		defer func() { pc.pieces = nil }()
+		pc.reset(cm.pending.pieces)
+		size = pc.n
 		var ok bool
 		if ok, err = parseMessagePieces(pc, &st.msg); !ok {
 			// The pieces do not say it alone: joined now, as always before.
@@ -338,6 +340,7 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	} else {
 		*ck = m.VerifyChecksum(cm.Bytes)
 	}
+	pc.pieces = nil // the message's, not to be kept here
 	u.SetChecksum(ck)
 	s = append(s, ' ')
 	if ck.Status == decode.ChecksumAbsent {

@@ -211,11 +211,12 @@ func scanTo(b []byte, off, depth int, v *Value) (err error) {
 
 // scanShort measures the value whose constructor is at off (within b),
 // and reports true, when it is one that needs no more than a look at its
-// first three bytes: not described, of fixed width, or with a one-byte
-// size (short strings, symbols and binaries), or a list or map with a
-// one-byte size and count (at a depth scanValue accepts). It sets *v's
-// End, Code, Data and Count as scanValue would, and zeroes the rest; for
-// anything else, or anything scanValue would refuse, it reports false.
+// size and count fields: not described, of fixed width, a string, symbol
+// or binary, or a list or map (those with four-byte sizes, and lists and
+// maps, at a depth scanValue accepts). It sets *v's End, Code, Data and
+// Count as scanValue would, and zeroes the rest; for anything else (an
+// array, a described value), or anything scanValue would refuse, it
+// reports false.
 func scanShort(b []byte, off, depth int, v *Value) bool {
 	code := Code(b[off])
 	e := &encodings[code]
