@@ -137,10 +137,8 @@ func (im *Immutability) keep(e *immEntry, id string, bare bareMsg, byRef bool) {
 	e.chunk, e.off = int32(last), int32(len(c))
 	c = append(c, id...)
 	if !byRef {
-		if bare.pieces == nil {
-			c = append(c, bare.b...)
-		}
-		for _, q := range bare.pieces {
+		var one [1][]byte
+		for _, q := range bare.list(&one) {
 			c = append(c, q...)
 		}
 	}
@@ -244,7 +242,7 @@ func (im *Immutability) sum(id string, bare *bareMsg) uint64 {
 	if bare.pieces == nil {
 		return maphash.Bytes(im.seed, bare.b) & im.mask
 	}
-	// The same hash as of the pieces joined (TestSumOfPieces).
+	// The same hash as of the pieces joined (TestBareInPieces).
 	var h maphash.Hash
 	h.SetSeed(im.seed)
 	for _, q := range bare.pieces {
