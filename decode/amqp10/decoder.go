@@ -460,6 +460,12 @@ func (d *Decoder) frame(dir decode.Dir, st *direction, b []byte, pos int64, t ti
 	u.Type = performativeType(c.Descriptor)
 	if (f.Type == FrameTypeSASL) != (t0.provides == "sasl-frame") {
 		u.Warn(u.Type + " in a frame of type " + strconv.Itoa(int(f.Type)))
+		if f.Type != FrameTypeSASL && (c.Descriptor == DescriptorSASLInit || c.Descriptor == DescriptorSASLResponse) {
+			// Its secret is redacted in place (summarise), and only a
+			// SASL frame's unit was given bytes of its own: not the
+			// caller's, which may be read-only (a mapped capture).
+			u.Raw = append([]byte(nil), u.Raw...)
+		}
 	}
 	d.summarise(dir, st, u, c, u.Raw[c.List.End:])
 	d.emit(u)
