@@ -42,6 +42,22 @@ traffic (reported in the output) or when cut short (a warning on stderr);
 	return cmd
 }
 
+// tuneReadGC sets the collector's pace and soft limit for read, leaving
+// either to the environment when GOGC or GOMEMLIMIT is set there (the
+// runtime has read them at start).
+func tuneReadGC(format string) {
+	gcPercent := 200
+	if format == "text" {
+		gcPercent = 400
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(192 << 20)
+	}
+}
+
 func runRead(path string, f *decodeFlags) error {
 	out := bufio.NewWriterSize(os.Stdout, 256<<10)
 	defer out.Flush()
@@ -52,7 +68,8 @@ func runRead(path string, f *decodeFlags) error {
 	// Units are garbage as soon as they are printed: collect less often
 	// than the default, but never let that take the heap past a few
 	// hundred MiB (a soft limit the runtime meets by collecting sooner;
-	// GOMEMLIMIT overrides it). How much less often was measured twice.
+	// GOMEMLIMIT overrides it, as GOGC overrides the pace). How much
+	// less often was measured twice.
 	// With the heap in 4 KiB pages, a heap let grow to five times the
 	// live data (400) landed nearly every allocation on a page never
 	// touched, a fault of some 4 µs on a VM, and 200 ran as fast at a
@@ -63,14 +80,7 @@ func runRead(path string, f *decodeFlags) error {
 	// alternated runs) at 15-40 MB more peak RSS (SELECT 70 -> 109 MB;
 	// the 1 GB capture 76 -> 95 MB, 2.99 -> 2.65 s). JSON keeps 200: its
 	// large AMQP 0-9-1 bodies ran 32% slower at 400.
-	gcPercent := 200
-	if f.format == "text" {
-		gcPercent = 400
-	}
-	debug.SetGCPercent(gcPercent)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(192 << 20)
-	}
+	tuneReadGC(f.format)
 	// Decoding and printing overlap: text and JSON are rendered by worker
 	// goroutines and written in order; pqtrace, which is stateful, prints on
 	// one goroutine of its own.
