@@ -90,6 +90,13 @@ type Options struct {
 	// amqp10.CompletedMessage.WithSections). Where every unit's tree is
 	// rendered (JSON), rebuilding costs more than the copy.
 	FieldsSeldom bool
+	// Defer, when set, lets decoders leave a unit's work to finish
+	// later, on another goroutine meanwhile, in the order Deferred
+	// keeps (see there): `read` sets it for a capture file. The
+	// caller must settle it before it numbers or hands on a unit and
+	// at the end of input (the pipeline does). Nil: every call
+	// finishes its work before it returns.
+	Defer *Deferred
 }
 
 // transientScale is how many times larger a transient caller's slabs

@@ -240,6 +240,7 @@ func (p *Pipeline) Finish() {
 	for _, f := range flows {
 		p.Close(f, t)
 	}
+	p.opt.Defer.Settle()
 }
 
 func (c *conn) dir(fromA bool) decode.Dir {
@@ -403,6 +404,8 @@ func (p *Pipeline) flush(c *conn) {
 
 // emit numbers a unit, updates its connection's counters and hands it on.
 func (p *Pipeline) emit(u *decode.Unit) {
+	// A unit a decoder left to finish came before this one.
+	p.opt.Defer.Settle()
 	p.n++
 	u.N = p.n
 	if c := u.Conn; c != nil {

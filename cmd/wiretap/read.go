@@ -107,6 +107,10 @@ func runRead(path string, f *decodeFlags) error {
 	// more CPU) rebuilding each message's sections.
 	opt.Transient = true
 	opt.FieldsSeldom = f.format == "text"
+	// Nothing is shown before the end of a call: a decoder may leave a
+	// unit's work to finish on another goroutine (a CompressedMessages
+	// inflating while the capture is read on), the order kept.
+	opt.Defer = new(decode.Deferred)
 	var in *capture.Input
 	if path != "-" {
 		// A file is mapped where it can be: the units keep its bytes

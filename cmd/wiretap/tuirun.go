@@ -101,7 +101,15 @@ func runTUI(ctx context.Context, f *decodeFlags, title string, live bool, decode
 	b := newBatcher()
 	errs := make(chan error, 16)
 	staged, flushStage := f.wrapSink(b.add)
-	pl := pipeline.New(pipeline.Config{Options: f.options(), DecodeAs: decodeAs, Sink: staged})
+	popt := f.options()
+	if !live {
+		// A file: a decoder may leave a unit's work to finish on another
+		// goroutine (a CompressedMessages inflating while the capture is
+		// read on), the order kept, as `read` does. Live, units are shown
+		// as they come.
+		popt.Defer = new(decode.Deferred)
+	}
+	pl := pipeline.New(pipeline.Config{Options: popt, DecodeAs: decodeAs, Sink: staged})
 	go func() {
 		defer b.close()
 		err := src(ctx, pl)

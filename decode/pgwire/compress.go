@@ -36,6 +36,10 @@ type compression struct {
 	// not yet been attributed to a container's type string.
 	nextStart int64
 
+	// waiting are the containers whose payloads the inflater has and
+	// whose messages are not collected yet, oldest first (see container).
+	waiting []waitingContainer
+
 	// per-container state while inflating
 	cur      *decode.Unit
 	curT     time.Time
@@ -75,10 +79,13 @@ type inflater interface {
 	close()
 }
 
-func newInflater(alg byte, maxWindow int) (inflater, error) {
+func newInflater(alg byte, maxWindow int, async bool) (inflater, error) {
 	// maxWindow caps the zstd window (WithDecoderMaxWindow/MaxMemory).
 	switch alg {
 	case CompressionZstd:
+		if async {
+			return newAsyncZstd(maxWindow), nil
+		}
 		return newZstdInflater(maxWindow), nil
 	case CompressionLZ4:
 		return newLZ4Inflater(), nil
@@ -107,17 +114,58 @@ func (c *compression) dropInner() {
 
 // container handles one CompressedMessages: the container unit is emitted
 // first, then every message that completes within it.
+//
+// With decode.Options.Defer, a zstd context inflates on a goroutine of
+// its own (asyncZstd) and a container's messages are collected later:
+// its payload is handed to the inflater as it arrives, while up to
+// maxWaiting containers before it wait, so that inflating overlaps the
+// cutting and emitting of the earlier ones' messages. A container is
+// handed over on arrival only when the state it would then meet can be
+// told in advance (the context alive, the same algorithm, no new frame:
+// its handling could then take no other path); when it is collected,
+// every container before it has been, and it is handled exactly as
+// without Defer, its payload found inflated already. Anything else
+// collects every waiting container first.
 func (c *compression) container(raw []byte, pos int64, t time.Time) {
 	d := c.dec
-	ds := &d.dir[decode.DirB]
+	// The unit is made first: its bytes, which live as long as it does,
+	// are what the inflater is given.
 	u := d.unit(decode.DirB, raw, pos, t, nil)
 	u.Type = "CompressedMessages"
 	u.Dissect = dissectTyped
 	c.containers++
 	c.wire += int64(len(raw))
+	if z, ok := c.inf.(*asyncZstd); ok && d.opt.Defer != nil {
+		var m CompressedMessages
+		if m.Decode(u.Raw[HeaderLen:]) == nil && m.Algorithm == c.alg && !bytes.HasPrefix(m.Data, zstdMagic) {
+			c.wait(z, m.Data, u, pos, t)
+			if len(c.waiting) > maxWaiting {
+				// Part of the pending work: what it emits must not
+				// settle the rest first.
+				d.opt.Defer.Within(c.collectOldest)
+			}
+			return
+		}
+	}
+	c.settle()
+	c.process(u, pos, t, nil)
+}
 
+// maxWaiting is how many containers may wait to be collected: enough
+// that the inflater has work queued while the oldest ones are cut, so
+// that it seldom sleeps (on a VM a wake-up costs tens of microseconds).
+// Their output waits in the inflater's queue (see asyncZstd).
+// (A variable for the tests, which make it small.)
+var maxWaiting = 32
+
+// process handles a container whose unit u is made: as it arrives, or,
+// when it waited, as it is collected (z: the inflater that has its
+// payload). The first container of a context is never one that waits.
+func (c *compression) process(u *decode.Unit, pos int64, t time.Time, z *asyncZstd) {
+	d := c.dec
+	ds := &d.dir[decode.DirB]
 	var m CompressedMessages
-	if err := m.Decode(raw[HeaderLen:]); err != nil {
+	if err := m.Decode(u.Raw[HeaderLen:]); err != nil {
 		u.SetErr(err.Error())
 		u.Summary = "CompressedMessages: " + u.Err()
 		c.errors++
@@ -153,7 +201,7 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 			d.put(ds, u)
 			return
 		}
-		inf, err := newInflater(m.Algorithm, c.maxWindow())
+		inf, err := newInflater(m.Algorithm, c.maxWindow(), d.opt.Defer != nil)
 		if err != nil {
 			c.ctxHold.Release()
 			u.SetErr(err.Error())
@@ -186,7 +234,103 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 	}
 	c.declared = append(c.declared, m.Types...)
 	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = true, true, true
-	err := c.inf.write(m.Data, c.output)
+	var err error
+	_, d.inflatedKept = c.inf.(*asyncZstd)
+	if z != nil && c.inf == z {
+		// Its payload is queued in the context (when the context was
+		// lost meanwhile, the paths above told so, as they would have
+		// without Defer).
+		err = z.collect(c.output)
+	} else {
+		err = c.inf.write(m.Data, c.output)
+	}
+	d.inflatedKept = false
+	c.finish(u, err, pos, m.Algorithm)
+}
+
+// waitingContainer is a container whose payload was handed to the
+// inflater and whose messages are yet to be collected.
+type waitingContainer struct {
+	u   *decode.Unit
+	pos int64
+	t   time.Time
+	at  int64 // the backend stream's position when it arrived
+	z   *asyncZstd
+}
+
+// wait hands a container's payload to z and queues the container to be
+// collected, telling the pipeline so when it is the first.
+func (c *compression) wait(z *asyncZstd, payload []byte, u *decode.Unit, pos int64, t time.Time) {
+	if len(c.waiting) == 0 {
+		c.dec.opt.Defer.Defer(c.collectAll)
+	}
+	z.submit(payload)
+	c.waiting = append(c.waiting, waitingContainer{u: u, pos: pos, t: t, at: c.dec.dir[decode.DirB].s.Pos, z: z})
+	// Nothing charged for the waiting state may be taken back by the
+	// budget before it is collected.
+	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = true, true, true
+}
+
+// settle collects every waiting container: their messages come before
+// anything else the connection emits, and may change what follows (the
+// types declared, the context's health).
+func (c *compression) settle() {
+	if len(c.waiting) > 0 {
+		c.dec.opt.Defer.Settle()
+	}
+}
+
+func (c *compression) collectAll() {
+	for len(c.waiting) > 0 {
+		c.collectOldest()
+	}
+}
+
+// collectOldest collects the oldest waiting container, with the time and
+// the stream position it arrived at, which the warnings it may emit
+// carry.
+func (c *compression) collectOldest() {
+	w := c.waiting[0]
+	c.waiting[0] = waitingContainer{}
+	c.waiting = c.waiting[1:]
+	if len(c.waiting) == 0 {
+		c.waiting = c.waiting[:0:0]
+	}
+	d := c.dec
+	ds := &d.dir[decode.DirB]
+	last, at := d.last, ds.s.Pos
+	d.last, ds.s.Pos = w.t, w.at
+	c.process(w.u, w.pos, w.t, w.z)
+	d.last, ds.s.Pos = last, at
+	busy := len(c.waiting) > 0
+	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = busy, busy, busy
+}
+
+// overlaps reports whether b, next in dir's stream, starts with what may
+// be parsed while containers wait: a CompressedMessages, which is either
+// whole (container decides) or only buffered until it is; or a message
+// header not yet whole, which is only buffered. Anything else may depend
+// on, or change, what collecting decides. (Buffering charges the memory
+// budget for the message before the waiting containers' messages are
+// charged: when the budget is nearly spent, what it takes back first
+// may differ from a decoder that does not defer.)
+func (c *compression) overlaps(dir decode.Dir, ds *dirState, b []byte) bool {
+	d := c.dec
+	if dir != decode.DirB || ds.mode != modeTyped || (d.pending != reqNone && ds.units == 0) {
+		return false
+	}
+	typ, length, ok := ReadHeader(b)
+	if !ok {
+		return true
+	}
+	return typ == TypeCompressedMessages && length >= 4 && length <= int64(d.opt.MaxFrame) && length < int64(d.opt.MaxBuffered)
+}
+
+// finish ends a container once its payload is inflated (err: how that
+// ended) and emits it and the messages it carried.
+func (c *compression) finish(u *decode.Unit, err error, pos int64, alg byte) {
+	d := c.dec
+	ds := &d.dir[decode.DirB]
 	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = false, false, false
 	if c.streamed {
 		c.finishStreamed(u, err, pos)
@@ -198,7 +342,7 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 	case err != nil && c.innerErr != "":
 		u.SetErr(c.innerErr)
 	case err != nil:
-		u.SetErr("pgsql: corrupt " + AlgorithmName(m.Algorithm) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error())
+		u.SetErr("pgsql: corrupt " + AlgorithmName(alg) + " payload in CompressedMessages at offset " + strconv.FormatInt(pos, 10) + ": " + err.Error())
 	}
 	c.inflated += int64(c.produced)
 	if err != nil {

@@ -98,6 +98,10 @@ type Decoder struct {
 	// message, as that buffer (see unitOwned).
 	in        []byte
 	ref, take bool
+	// inflatedKept says the decompressed bytes being cut into messages
+	// are never written again (asyncZstd's chunks): the messages keep
+	// them as their bytes instead of copying them.
+	inflatedKept bool
 }
 
 var (
@@ -129,6 +133,9 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 
 // Feed implements [decode.Decoder].
 func (d *Decoder) Feed(dir decode.Dir, data []byte, t time.Time) {
+	if dir&1 == decode.DirF {
+		d.comp.settle()
+	}
 	if d.opt.StableInput {
 		// The message a previous call left incomplete is completed on
 		// its own, so that the messages after it are parsed in data
@@ -201,6 +208,7 @@ func (d *Decoder) feed(dir decode.Dir, data []byte, t time.Time) {
 
 // Gap implements [decode.Decoder].
 func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
+	d.comp.settle()
 	ds := &d.dir[dir&1]
 	if ds.mode == modeEncrypted {
 		if n > 0 {
@@ -226,6 +234,7 @@ func (d *Decoder) Gap(dir decode.Dir, n int, t time.Time) {
 
 // End implements [decode.Decoder].
 func (d *Decoder) End(dir decode.Dir, t time.Time) {
+	d.comp.settle()
 	d.last = t
 	dir &= 1
 	ds := &d.dir[dir]
@@ -283,6 +292,9 @@ func (d *Decoder) parse(dir decode.Dir, buf []byte, t time.Time) int {
 	ds := &d.dir[dir]
 	off := 0
 	for off < len(buf) {
+		if len(d.comp.waiting) > 0 && !d.comp.overlaps(dir, ds, buf[off:]) {
+			d.comp.settle()
+		}
 		pos := ds.s.Pos + int64(off)
 		switch ds.mode {
 		case modeEncrypted, modeSkip:
@@ -561,7 +573,7 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 	switch {
 	case own:
 		cp, alone = raw, true
-	case parent == nil && !copied && d.ref:
+	case !copied && (parent == nil && d.ref || parent != nil && d.inflatedKept):
 		cp = raw[:len(raw):len(raw)]
 	case parent == nil && !copied && d.take && len(raw) > 2048 && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
 		cp, alone = d.dir[dir&1].s.Take(), true

@@ -312,3 +312,201 @@ func appendHistory(h, b []byte) []byte {
 	}
 	return append(h, b...)
 }
+
+// asyncZstd runs klauspost's streaming zstd decoder on a goroutine of
+// its own, so that a container's payload inflates while the decoding
+// goroutine does other work: submit hands it a payload, collect takes
+// that payload's output, in order. `read` lets containers wait so
+// (decode.Options.Defer): later containers' payloads are submitted
+// before the earlier ones' output is collected and cut into messages
+// (see compression.container), and inflating overlaps that cutting.
+//
+// The goroutine decodes into chunks of zstdChunk bytes it never writes
+// again once handed over, so the messages cut from them keep them as
+// their bytes, uncopied (chunks are the garbage collector's to free).
+// The output of each payload is handed over as it ends, in one piece or
+// more, the last marked; the goroutine runs at most maxWaiting+8 pieces
+// ahead of collect, so its memory is bounded by that and by its window,
+// which the connection's budget charges as for the synchronous inflater.
+// Like that one it produces, for each payload, exactly what the decoder
+// produced before asking for the next: a frame flushed at a container's
+// end is complete up to its last block.
+type asyncZstd struct {
+	jobs chan []byte
+	outs chan zchunk
+	quit chan struct{}
+	// main side
+	err     error
+	stopped bool
+	// goroutine side
+	in   []byte
+	out  []byte // the chunk being written
+	sent int    // out[:sent] is handed over
+	fed  bool
+}
+
+// zchunk is output of one payload; end says it is the payload's last.
+// err, on the last one, says decoding failed there.
+type zchunk struct {
+	b   []byte
+	err error
+	end bool
+}
+
+const zstdChunk = 32 << 10
+
+func newAsyncZstd(maxWindow int) *asyncZstd {
+	// Room for every payload that may be submitted and not collected,
+	// and for their output: at least one piece each (each ends in a
+	// piece of its own), so that the inflater never waits for collect
+	// while the decoder waits to submit; a few more so that it may run
+	// ahead on large ones.
+	z := &asyncZstd{
+		jobs: make(chan []byte, maxWaiting+1),
+		outs: make(chan zchunk, maxWaiting+8),
+		quit: make(chan struct{}),
+	}
+	go z.run(uint64(min(maxWindow, maxZstdWindow)))
+	return z
+}
+
+// send hands a piece to collect; false when the inflater was closed.
+func (z *asyncZstd) send(c zchunk) bool {
+	select {
+	case z.outs <- c:
+		return true
+	case <-z.quit:
+		return false
+	}
+}
+
+// flush hands over what was written since the last piece.
+func (z *asyncZstd) flush(end bool, err error) bool {
+	b := z.out[z.sent:len(z.out):len(z.out)]
+	z.sent = len(z.out)
+	return z.send(zchunk{b: b, err: err, end: end})
+}
+
+func (z *asyncZstd) run(window uint64) {
+	dec, err := zstd.NewReader(z,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(window),
+		zstd.WithDecoderMaxMemory(window))
+	if err != nil {
+		z.fail(err)
+		return
+	}
+	defer dec.Close()
+	for {
+		if len(z.out) == cap(z.out) {
+			if z.sent < len(z.out) && !z.flush(false, nil) {
+				return
+			}
+			z.out, z.sent = make([]byte, 0, zstdChunk), 0
+		}
+		// Read asks for input (Read below) only once everything decoded
+		// so far is in z.out: the decoder writes nowhere else.
+		n, err := dec.Read(z.out[len(z.out):cap(z.out)])
+		z.out = z.out[:len(z.out)+n]
+		if err != nil {
+			if err != errStopped {
+				z.fail(err)
+			}
+			return
+		}
+	}
+}
+
+// fail ends the payload being decoded with err, and every later one at
+// once (collect is not asked for them: the context is lost).
+func (z *asyncZstd) fail(err error) {
+	if !z.flush(true, err) {
+		return
+	}
+	for {
+		select {
+		case _, ok := <-z.jobs:
+			if !ok || !z.send(zchunk{err: errStopped, end: true}) {
+				return
+			}
+		case <-z.quit:
+			return
+		}
+	}
+}
+
+// Read is the decoder's input, on the inflater's goroutine: the current
+// payload, and when it is used up (everything it produced has been
+// returned by then), the end of its output, then the next payload.
+func (z *asyncZstd) Read(p []byte) (int, error) {
+	for len(z.in) == 0 {
+		if z.fed && !z.flush(true, nil) {
+			return 0, errStopped
+		}
+		select {
+		case in := <-z.jobs:
+			z.in, z.fed = in, true
+		case <-z.quit:
+			return 0, errStopped
+		}
+	}
+	n := copy(p, z.in)
+	z.in = z.in[n:]
+	return n, nil
+}
+
+// submit queues a payload; it stays untouched until its output is
+// collected.
+func (z *asyncZstd) submit(p []byte) {
+	if z.err != nil {
+		return
+	}
+	select {
+	case z.jobs <- p:
+	case <-z.quit:
+	}
+}
+
+// collect gives out, in order, the output of the oldest payload not yet
+// collected, in pieces that stay as they are (a message may keep its
+// bytes there); out's error, or the decoder's, stops the inflater for
+// good.
+func (z *asyncZstd) collect(out func([]byte) error) error {
+	if z.err != nil {
+		return z.err
+	}
+	for {
+		c := <-z.outs
+		var err error
+		if len(c.b) > 0 {
+			err = out(c.b)
+		}
+		if err == nil {
+			err = c.err
+		}
+		if err != nil {
+			z.err = err
+			z.close()
+			return err
+		}
+		if c.end {
+			return nil
+		}
+	}
+}
+
+func (z *asyncZstd) write(p []byte, out func([]byte) error) error {
+	z.submit(p)
+	return z.collect(out)
+}
+
+func (z *asyncZstd) close() {
+	if z.err == nil {
+		z.err = errStopped
+	}
+	if !z.stopped {
+		z.stopped = true
+		close(z.quit)
+	}
+}

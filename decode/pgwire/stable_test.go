@@ -24,9 +24,15 @@ func TestStableInput(t *testing.T) {
 	transient := opt
 	transient.Transient, transient.FieldsSeldom = true, true
 	stablecheck.Captures(t, pgwire.New, transient, 4<<20, "../../testdata/*.pcap*")
+	// And as `read` does, leaving CompressedMessages to be collected
+	// while their payloads inflate on the side (decode.Options.Defer):
+	// the same units, in the same order.
+	deferred := transient
+	deferred.Defer = new(decode.Deferred)
+	stablecheck.Captures(t, pgwire.New, deferred, 4<<20, "../../testdata/*.pcap*", "../../testdata/hostile/pgsql-datarow-count.pcapng")
 	for _, s := range backendSeeds() {
 		for _, chunk := range []int{3, 100, 1460} {
-			for _, o := range []decode.Options{opt, transient} {
+			for _, o := range []decode.Options{opt, transient, deferred} {
 				if err := stablecheck.Check(pgwire.New, o, stablecheck.Split([2][]byte{startupSeed, s}, chunk, true, uint64(chunk))); err != nil {
 					t.Fatal(err)
 				}
@@ -37,6 +43,19 @@ func TestStableInput(t *testing.T) {
 	opt.ShowSecrets = true
 	if err := stablecheck.Check(pgwire.New, opt, stablecheck.Split([2][]byte{startupSeed, big}, 1460, true, 5)); err != nil {
 		t.Fatal(err)
+	}
+	// Deferred containers collected when too many wait, not only when
+	// something else comes: of 1, 2 or 32 (the default) waiting.
+	deferred.ShowSecrets = true
+	for _, waiting := range []int{1, 2, 32} {
+		restore := pgwire.SetMaxWaiting(waiting)
+		for _, chunk := range []int{7, 1460, 1 << 20} {
+			if err := stablecheck.Check(pgwire.New, deferred, stablecheck.Split([2][]byte{startupSeed, big}, chunk, true, 5)); err != nil {
+				restore()
+				t.Fatalf("%d waiting, chunks of %d: %v", waiting, chunk, err)
+			}
+		}
+		restore()
 	}
 }
 

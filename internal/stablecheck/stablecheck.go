@@ -53,14 +53,15 @@ func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
 }
 
 // Check decodes calls with a decoder fac builds, twice: as given, with
-// opt less StableInput, Transient and FieldsSeldom; and with opt and
-// StableInput set (the others too when the caller set them, as `read`
-// does), the calls' bytes copied into memory that cannot be written (a
-// write kills the process: a decoder must not write to its input). It
-// returns the first difference in the units.
+// opt less StableInput, Transient, FieldsSeldom and Defer; and with opt
+// and StableInput set (the others too when the caller set them, as
+// `read` does; a Defer of its own, settled as the pipeline does, when
+// opt has one), the calls' bytes copied into memory that cannot be
+// written (a write kills the process: a decoder must not write to its
+// input). It returns the first difference in the units.
 func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	plain := opt
-	plain.StableInput, plain.Transient, plain.FieldsSeldom = false, false, false
+	plain.StableInput, plain.Transient, plain.FieldsSeldom, plain.Defer = false, false, false, nil
 	want := run(fac, &plain, calls)
 	n := 0
 	for _, c := range calls {
@@ -168,7 +169,15 @@ func readOnly(calls []Call, n int) (*mapped, error) {
 // that keeps the input's bytes must find them as they were).
 func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
 	var units []*decode.Unit
-	d := fac(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) { units = append(units, u) })
+	if opt.Defer != nil {
+		o := *opt
+		o.Defer = new(decode.Deferred)
+		opt = &o
+	}
+	d := fac(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) {
+		opt.Defer.Settle() // as the pipeline does before numbering
+		units = append(units, u)
+	})
 	t := time.Unix(1, 0)
 	for i, c := range calls {
 		t = t.Add(time.Duration(i) * time.Microsecond)
@@ -181,6 +190,7 @@ func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
 			d.Feed(c.Dir, c.Data, t)
 		}
 	}
+	opt.Defer.Settle()
 	out := make([][]byte, len(units))
 	var first time.Time
 	if len(units) > 0 {
