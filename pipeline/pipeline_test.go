@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"flag"
 	"github.com/wiretap-dev/wiretap/internal/findcheck"
 	"net/netip"
@@ -229,8 +230,10 @@ func FuzzPipeline(f *testing.F) {
 		}
 		var buf []byte
 		n := 0
+		sum := sha256.New()
 		p := New(Config{Sink: func(u *decode.Unit) {
 			buf = output.AppendJSON(buf[:0], u, output.JSONOptions{Raw: true})
+			sum.Write(buf)
 			// Finder agreement on a spread of units: every one would make
 			// an input of thousands of units take seconds, and each check
 			// looks up every registered field name (FuzzFinder and
@@ -243,6 +246,21 @@ func FuzzPipeline(f *testing.F) {
 		}})
 		capture.Read(bytes.NewReader(data), "fuzz", p, nil)
 		p.Finish()
+		// As `read` decodes (decode.Options.Defer): the same units, in
+		// the same order.
+		opt := decode.DefaultOptions()
+		opt.Defer = new(decode.Deferred)
+		deferred, m := sha256.New(), 0
+		p = New(Config{Options: opt, Sink: func(u *decode.Unit) {
+			buf = output.AppendJSON(buf[:0], u, output.JSONOptions{Raw: true})
+			deferred.Write(buf)
+			m++
+		}})
+		capture.Read(bytes.NewReader(data), "fuzz", p, nil)
+		p.Finish()
+		if m != n || !bytes.Equal(deferred.Sum(nil), sum.Sum(nil)) {
+			t.Fatalf("with Options.Defer: %d units, not the %d decoded without it, or not the same", m, n)
+		}
 	})
 }
 
