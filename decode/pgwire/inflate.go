@@ -3,6 +3,7 @@ package pgwire
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"iter"
 	"strconv"
 
@@ -52,18 +53,23 @@ func (r *feedReader) Read(p []byte) (int, error) {
 // claiming more is rejected rather than allocated.
 const maxZstdWindow = 64 << 20
 
+// newZstdReader is the streaming decoder both inflaters run: one
+// goroutine, no window past what the budget allows.
+func newZstdReader(r io.Reader, window uint64) (*zstd.Decoder, error) {
+	return zstd.NewReader(r,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(window),
+		zstd.WithDecoderMaxMemory(window))
+}
+
 // maxWindow (at most maxZstdWindow) is the window the memory budget
 // allows this connection.
 func newZstdInflater(maxWindow int) *zstdInflater {
 	z := &zstdInflater{}
 	window := uint64(min(maxWindow, maxZstdWindow))
 	seq := func(yield func(zevent) bool) {
-		r := &feedReader{z: z, yield: yield}
-		dec, err := zstd.NewReader(r,
-			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxWindow(window),
-			zstd.WithDecoderMaxMemory(window))
+		dec, err := newZstdReader(&feedReader{z: z, yield: yield}, window)
 		if err != nil {
 			yield(zevent{err: err})
 			return
@@ -388,11 +394,7 @@ func (z *asyncZstd) flush(end bool, err error) bool {
 }
 
 func (z *asyncZstd) run(window uint64) {
-	dec, err := zstd.NewReader(z,
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderLowmem(true),
-		zstd.WithDecoderMaxWindow(window),
-		zstd.WithDecoderMaxMemory(window))
+	dec, err := newZstdReader(z, window)
 	if err != nil {
 		z.fail(err)
 		return
