@@ -8,12 +8,16 @@ import (
 
 // Decoder is a stateful, per-connection protocol decoder. The pipeline feeds
 // it in-order bytes of one direction at a time; it emits units through the
-// Emit function it was built with, in wire order per direction.
+// Emit function it was built with, in wire order per direction, before the
+// call that completed them returns (with Options.Defer, possibly later,
+// in the same order: see [Deferred]).
 //
-// A Decoder never blocks, never panics on input, and bounds what it buffers
-// (see [Options]). Data passed to Feed is only valid during the call: a
-// decoder that needs bytes later copies them, unless the input is stable
-// (Options.StableInput). Either way, a decoder never writes to it.
+// A Decoder never blocks (but for work of its own it left running on
+// another goroutine under Options.Defer), never panics on input, and
+// bounds what it buffers (see [Options]). Data passed to Feed is only
+// valid during the call: a decoder that needs bytes later copies them,
+// unless the input is stable (Options.StableInput). Either way, a decoder
+// never writes to it.
 type Decoder interface {
 	// Feed gives the decoder the next bytes of direction dir; t is the
 	// capture time of the packet that carried them.

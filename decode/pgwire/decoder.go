@@ -61,7 +61,8 @@ type dirState struct {
 // Decoder is the per-connection PostgreSQL decoder. Build it with [New].
 //
 // A connection whose backend sends CompressedMessages holds a streaming
-// decompression context (for zstd, a coroutine) until End is called for
+// decompression context (for zstd, a coroutine, or with
+// decode.Options.Defer a goroutine of its own) until End is called for
 // the backend direction: the pipeline must end every connection it
 // drops.
 type Decoder struct {

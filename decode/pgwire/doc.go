@@ -17,8 +17,10 @@
 //   - a per-connection [decode.Decoder] built by [New] (a [decode.Factory])
 //     that follows the startup phase (SSL/GSS negotiation, authentication
 //     exchanges, TLS switch), COPY and streaming replication, inflates
-//     CompressedMessages with a streaming context per connection, redacts
-//     secrets, and resynchronises after gaps;
+//     CompressedMessages with a streaming context per connection (zstd on
+//     a goroutine of its own, overlapping the decoding, when
+//     [decode.Options.Defer] lets containers wait), redacts secrets, and
+//     resynchronises after gaps;
 //   - field trees with Wireshark's pgsql.* names, built lazily by
 //     [decode.Unit.Fields], and a [decode.Finder] that answers a filter's
 //     lookup of one field (pgsql.query, pgsql.tag, the error fields, ...)
