@@ -75,7 +75,7 @@ func newZstdInflater(maxWindow int) *zstdInflater {
 			return
 		}
 		defer dec.Close()
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, zstdRead)
 		for {
 			n, err := dec.Read(buf)
 			if n > 0 && !yield(zevent{out: buf[:n]}) {
@@ -330,8 +330,12 @@ func appendHistory(h, b []byte) []byte {
 // The goroutine decodes into chunks of zstdChunk bytes it never writes
 // again once handed over, so the messages cut from them keep them as
 // their bytes, uncopied (chunks are the garbage collector's to free).
-// The output of each payload is handed over as it ends, in one piece or
-// more, the last marked; the goroutine runs at most maxWaiting+8 pieces
+// Like the synchronous inflater it reads zstdRead bytes at a time and
+// hands each read's output over as one piece, so that collect gives the
+// same pieces to the same callback: where a piece ends decides what is
+// counted when decoding stops in the middle of a payload (a corrupt
+// stream, --max-decompressed). Pieces go over a few at a time, the last
+// of a payload marked; the goroutine runs at most maxWaiting+8 sends
 // ahead of collect, so its memory is bounded by that and by its window,
 // which the connection's budget charges as for the synchronous inflater.
 // Like that one it produces, for each payload, exactly what the decoder
@@ -347,19 +351,26 @@ type asyncZstd struct {
 	// goroutine side
 	in   []byte
 	out  []byte // the chunk being written
-	sent int    // out[:sent] is handed over
+	next zchunk // pieces not yet sent
 	fed  bool
 }
 
-// zchunk is output of one payload; end says it is the payload's last.
-// err, on the last one, says decoding failed there.
+// zchunk is pieces of one payload's output, each one read's; end says
+// they are the payload's last, and err, then, that decoding failed there.
 type zchunk struct {
-	b   []byte
+	b   [4][]byte
+	n   int
 	err error
 	end bool
 }
 
-const zstdChunk = 32 << 10
+const (
+	// zstdRead is what one read of the decoder may produce.
+	zstdRead = 32 << 10
+	// zstdChunk is the chunk the asynchronous inflater reads into; a
+	// read that would not fit in what is left starts a new one.
+	zstdChunk = 128 << 10
+)
 
 func newAsyncZstd(maxWindow int) *asyncZstd {
 	// Room for every payload that may be submitted and not collected,
@@ -386,11 +397,12 @@ func (z *asyncZstd) send(c zchunk) bool {
 	}
 }
 
-// flush hands over what was written since the last piece.
+// flush hands over the pieces not yet sent.
 func (z *asyncZstd) flush(end bool, err error) bool {
-	b := z.out[z.sent:len(z.out):len(z.out)]
-	z.sent = len(z.out)
-	return z.send(zchunk{b: b, err: err, end: end})
+	c := z.next
+	z.next = zchunk{}
+	c.end, c.err = end, err
+	return z.send(c)
 }
 
 func (z *asyncZstd) run(window uint64) {
@@ -401,16 +413,21 @@ func (z *asyncZstd) run(window uint64) {
 	}
 	defer dec.Close()
 	for {
-		if len(z.out) == cap(z.out) {
-			if z.sent < len(z.out) && !z.flush(false, nil) {
-				return
-			}
-			z.out, z.sent = make([]byte, 0, zstdChunk), 0
+		if cap(z.out)-len(z.out) < zstdRead {
+			z.out = make([]byte, 0, zstdChunk)
 		}
 		// Read asks for input (Read below) only once everything decoded
-		// so far is in z.out: the decoder writes nowhere else.
-		n, err := dec.Read(z.out[len(z.out):cap(z.out)])
-		z.out = z.out[:len(z.out)+n]
+		// so far has been returned: the decoder writes nowhere else.
+		l := len(z.out)
+		n, err := dec.Read(z.out[l : l+zstdRead])
+		if n > 0 {
+			z.out = z.out[:l+n]
+			if z.next.n == len(z.next.b) && !z.flush(false, nil) {
+				return
+			}
+			z.next.b[z.next.n] = z.out[l : l+n : l+n]
+			z.next.n++
+		}
 		if err != nil {
 			if err != errStopped {
 				z.fail(err)
@@ -481,8 +498,10 @@ func (z *asyncZstd) collect(out func([]byte) error) error {
 	for {
 		c := <-z.outs
 		var err error
-		if len(c.b) > 0 {
-			err = out(c.b)
+		for _, b := range c.b[:c.n] {
+			if err = out(b); err != nil {
+				break
+			}
 		}
 		if err == nil {
 			err = c.err
