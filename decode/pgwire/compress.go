@@ -235,7 +235,10 @@ func (c *compression) process(u *decode.Unit, pos int64, t time.Time, z *asyncZs
 	c.declared = append(c.declared, m.Types...)
 	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = true, true, true
 	var err error
-	_, d.inflatedKept = c.inf.(*asyncZstd)
+	// A caller that keeps units for long (the TUI's store) gets copies:
+	// a unit it keeps would keep a whole chunk.
+	_, async := c.inf.(*asyncZstd)
+	d.inflatedKept = async && d.opt.Transient
 	if z != nil && c.inf == z {
 		// Its payload is queued in the context (when the context was
 		// lost meanwhile, the paths above told so, as they would have

@@ -100,8 +100,9 @@ type Decoder struct {
 	in        []byte
 	ref, take bool
 	// inflatedKept says the decompressed bytes being cut into messages
-	// are never written again (asyncZstd's chunks): the messages keep
-	// them as their bytes instead of copying them.
+	// are never written again (asyncZstd's chunks) and the caller lets
+	// go of units soon (Options.Transient): the messages keep them as
+	// their bytes instead of copying them.
 	inflatedKept bool
 }
 

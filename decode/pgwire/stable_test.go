@@ -46,13 +46,19 @@ func TestStableInput(t *testing.T) {
 	}
 	// Deferred containers collected when too many wait, not only when
 	// something else comes: of 1, 2 or 32 (the default) waiting.
+	// Transient, the messages keep the inflater's chunks; a caller that
+	// keeps its units (the TUI) gets copies.
 	deferred.ShowSecrets = true
+	kept := deferred
+	kept.Transient = false
 	for _, waiting := range []int{1, 2, 32} {
 		restore := pgwire.SetMaxWaiting(waiting)
 		for _, chunk := range []int{7, 1460, 1 << 20} {
-			if err := stablecheck.Check(pgwire.New, deferred, stablecheck.Split([2][]byte{startupSeed, big}, chunk, true, 5)); err != nil {
-				restore()
-				t.Fatalf("%d waiting, chunks of %d: %v", waiting, chunk, err)
+			for _, o := range []decode.Options{deferred, kept} {
+				if err := stablecheck.Check(pgwire.New, o, stablecheck.Split([2][]byte{startupSeed, big}, chunk, true, 5)); err != nil {
+					restore()
+					t.Fatalf("%d waiting, chunks of %d, transient %v: %v", waiting, chunk, o.Transient, err)
+				}
 			}
 		}
 		restore()
