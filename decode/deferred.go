@@ -35,9 +35,8 @@ func (d *Deferred) Settle() {
 
 func (d *Deferred) settle() {
 	finish := d.finish
-	d.finish, d.running = nil, true
-	defer func() { d.running = false }()
-	finish()
+	d.finish = nil
+	d.Within(finish)
 }
 
 // Within runs fn, a part of the pending work done early (the oldest of
