@@ -37,8 +37,10 @@ type compression struct {
 	nextStart int64
 
 	// waiting are the containers whose payloads the inflater has and
-	// whose messages are not collected yet, oldest first (see container).
-	waiting []waitingContainer
+	// whose messages are not collected yet, oldest first (see container);
+	// waitingBytes is what their units hold.
+	waiting      []waitingContainer
+	waitingBytes int
 
 	// per-container state while inflating
 	cur      *decode.Unit
@@ -139,7 +141,7 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 		var m CompressedMessages
 		if m.Decode(u.Raw[HeaderLen:]) == nil && m.Algorithm == c.alg && !bytes.HasPrefix(m.Data, zstdMagic) {
 			c.wait(z, m.Data, u, pos, t)
-			if len(c.waiting) > maxWaiting {
+			for len(c.waiting) > maxWaiting || c.waitingBytes > maxWaitingBytes {
 				// Part of the pending work: what it emits must not
 				// settle the rest first.
 				d.opt.Defer.Within(c.collectOldest)
@@ -157,6 +159,12 @@ func (c *compression) container(raw []byte, pos int64, t time.Time) {
 // Their output waits in the inflater's queue (see asyncZstd).
 // (A variable for the tests, which make it small.)
 var maxWaiting = 32
+
+// maxWaitingBytes bounds what the waiting containers' units hold: a
+// container may be as large as --max-buffered, and 32 of them waiting
+// would hold 32 times that, outside the memory budget. (A variable for
+// the tests.)
+var maxWaitingBytes = 4 << 20
 
 // process handles a container whose unit u is made: as it arrives, or,
 // when it waited, as it is collected (z: the inflater that has its
@@ -269,6 +277,7 @@ func (c *compression) wait(z *asyncZstd, payload []byte, u *decode.Unit, pos int
 	}
 	z.submit(payload)
 	c.waiting = append(c.waiting, waitingContainer{u: u, pos: pos, t: t, at: c.dec.dir[decode.DirB].s.Pos, z: z})
+	c.waitingBytes += len(u.Raw)
 	// Nothing charged for the waiting state may be taken back by the
 	// budget before it is collected.
 	c.ctxHold.Busy, c.partHold.Busy, c.kidsHold.Busy = true, true, true
@@ -294,11 +303,9 @@ func (c *compression) collectAll() {
 // carry.
 func (c *compression) collectOldest() {
 	w := c.waiting[0]
-	c.waiting[0] = waitingContainer{}
+	c.waiting[0] = waitingContainer{} // the unit is not kept from the collector
 	c.waiting = c.waiting[1:]
-	if len(c.waiting) == 0 {
-		c.waiting = c.waiting[:0:0]
-	}
+	c.waitingBytes -= len(w.u.Raw)
 	d := c.dec
 	ds := &d.dir[decode.DirB]
 	last, at := d.last, ds.s.Pos

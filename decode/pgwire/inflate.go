@@ -445,8 +445,8 @@ func (z *asyncZstd) fail(err error) {
 	}
 	for {
 		select {
-		case _, ok := <-z.jobs:
-			if !ok || !z.send(zchunk{err: errStopped, end: true}) {
+		case <-z.jobs:
+			if !z.send(zchunk{err: errStopped, end: true}) {
 				return
 			}
 		case <-z.quit:

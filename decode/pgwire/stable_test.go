@@ -1,6 +1,9 @@
 package pgwire_test
 
 import (
+	"strconv"
+	"time"
+
 	"testing"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -75,5 +78,52 @@ func TestStableInputAllocs(t *testing.T) {
 	copied, stable := stablecheck.Allocs(pgwire.New, startupSeed, decode.DirB, rows)
 	if stable > copied {
 		t.Errorf("%.1f allocations per Feed of 64 rows with stable input, %.1f without", stable, copied)
+	}
+}
+
+// TestDeferredWaitingBounded: the CompressedMessages left waiting hold no
+// more than maxWaitingBytes (32 large ones would hold 32 times
+// --max-buffered outside the memory budget), and still wait.
+func TestDeferredWaitingBounded(t *testing.T) {
+	const limit = 1000
+	defer pgwire.SetMaxWaitingBytes(limit)()
+	// A result of 3,000 rows, ten to a container: 300 containers in a row.
+	msgs := []compsim.Message{
+		{Raw: (&pgwire.Authentication{Code: pgwire.AuthOk}).Encode(nil)},
+		{Raw: (&pgwire.ReadyForQuery{TxStatus: 'I'}).Encode(nil), TxEnd: true},
+	}
+	for i := range 3000 {
+		row := pgwire.DataRow{Values: [][]byte{[]byte(strconv.Itoa(i)), []byte("a value of some length, row " + strconv.Itoa(i*7919))}}
+		msgs = append(msgs, compsim.Message{Raw: row.Encode(nil)})
+	}
+	big, err := compsim.EncodeStream(msgs, compsim.Config{Algorithm: pgwire.CompressionZstd, MessagesPer: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := *decode.DefaultOptions()
+	opt.Transient, opt.Defer = true, new(decode.Deferred)
+	d := pgwire.New(&decode.Conn{ID: 1}, &opt, func(*decode.Unit) { opt.Defer.Settle() })
+	now := time.Unix(1, 0)
+	d.Feed(decode.DirF, startupSeed, now)
+	most := 0
+	for s := big; len(s) > 0; {
+		n := min(len(s), 1460)
+		d.Feed(decode.DirB, s[:n], now)
+		s = s[n:]
+		waiting, bytes := pgwire.Waiting(d)
+		if bytes > limit {
+			t.Fatalf("%d CompressedMessages wait holding %d bytes, over %d", waiting, bytes, limit)
+		}
+		most = max(most, waiting)
+	}
+	d.End(decode.DirB, now)
+	opt.Defer.Settle()
+	if most < 2 {
+		t.Fatalf("at most %d CompressedMessages waited: the test tests nothing", most)
+	}
+	t.Logf("at most %d waited", most)
+	// Collected early, for their bytes: still the units of the plain decode.
+	if err := stablecheck.Check(pgwire.New, opt, stablecheck.Split([2][]byte{startupSeed, big}, 1460, true, 9)); err != nil {
+		t.Fatal(err)
 	}
 }
