@@ -49,6 +49,21 @@ traffic (reported in the output) or when cut short (a warning on stderr);
 // runtime has read them at start). It returns what stops the watch it
 // keeps over the limit (see followLiveHeap).
 func tuneReadGC(format string) (stop func()) {
+	// Units are garbage as soon as they are printed: collect less often
+	// than the default, but never let that take the heap past a few
+	// hundred MiB (a soft limit the runtime meets by collecting sooner;
+	// GOMEMLIMIT overrides it, as GOGC overrides the pace). How much
+	// less often was measured twice.
+	// With the heap in 4 KiB pages, a heap let grow to five times the
+	// live data (400) landed nearly every allocation on a page never
+	// touched, a fault of some 4 µs on a VM, and 200 ran as fast at a
+	// third less peak RSS. With its first 128 MiB in huge pages (runRead),
+	// 400 collects half as often for few more fresh pages: text ran 6-12%
+	// faster on five shapes of eight (fanout 12%, SELECT 7%, AMQP 1.0
+	// small 6%, the others within their spread; medians of eleven
+	// alternated runs) at 15-40 MB more peak RSS (SELECT 70 -> 109 MB;
+	// the 1 GB capture 76 -> 95 MB, 2.99 -> 2.65 s). JSON keeps 200: its
+	// large AMQP 0-9-1 bodies ran 32% slower at 400.
 	gcPercent := 200
 	if format == "text" {
 		gcPercent = 400
@@ -121,21 +136,6 @@ func runRead(path string, f *decodeFlags) error {
 	if err != nil {
 		return err
 	}
-	// Units are garbage as soon as they are printed: collect less often
-	// than the default, but never let that take the heap past a few
-	// hundred MiB (a soft limit the runtime meets by collecting sooner;
-	// GOMEMLIMIT overrides it, as GOGC overrides the pace). How much
-	// less often was measured twice.
-	// With the heap in 4 KiB pages, a heap let grow to five times the
-	// live data (400) landed nearly every allocation on a page never
-	// touched, a fault of some 4 µs on a VM, and 200 ran as fast at a
-	// third less peak RSS. With its first 128 MiB in huge pages (below),
-	// 400 collects half as often for few more fresh pages: text ran 6-12%
-	// faster on five shapes of eight (fanout 12%, SELECT 7%, AMQP 1.0
-	// small 6%, the others within their spread; medians of eleven
-	// alternated runs) at 15-40 MB more peak RSS (SELECT 70 -> 109 MB;
-	// the 1 GB capture 76 -> 95 MB, 2.99 -> 2.65 s). JSON keeps 200: its
-	// large AMQP 0-9-1 bodies ran 32% slower at 400.
 	defer tuneReadGC(f.format)()
 	// Decoding and printing overlap: text and JSON are rendered by worker
 	// goroutines and written in order; pqtrace, which is stateful, prints on
