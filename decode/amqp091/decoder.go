@@ -111,6 +111,16 @@ type direction struct {
 	afterGap bool
 	junk     junk
 	hdr      ContentHeader
+	// checked is the payload (in its unit's Raw) of the last method in
+	// this direction that decoded without error and that the decoder
+	// takes nothing from (outside the connection and channel classes): a
+	// method with the same bytes, as a publisher's publish repeats, is
+	// not decoded again.
+	checked []byte
+	// bodySum is the summary of the last body frame of a message in
+	// this direction, made of bodyKey.
+	bodyKey bodyKey
+	bodySum string
 	// The messages in flight: cur (on channel curCh) when not nil, and
 	// the others in msgs. Nearly all traffic carries one message at a time
 	// on one channel, so most messages come and go without a map write.
@@ -786,12 +796,20 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	if !late {
 		s = appendMethodSummary(s, info, p[4:])
 	}
-	if d.md == nil {
-		d.md = new(MethodDecoder)
-	}
-	m, err := d.md.Decode(p)
-	if err != nil {
-		u.SetErr(err.Error())
+	var m Method
+	var err error
+	if class == ClassConnection || class == ClassChannel || !bytes.Equal(p, ds.checked) {
+		if d.md == nil {
+			d.md = new(MethodDecoder)
+		}
+		m, err = d.md.Decode(p)
+		if err != nil {
+			u.SetErr(err.Error())
+		}
+		ds.checked = nil
+		if err == nil && class != ClassConnection && class != ClassChannel {
+			ds.checked = p
+		}
 	}
 	switch m := m.(type) {
 	case *ConnectionStart:
@@ -935,14 +953,18 @@ func overwrite(b []byte) {
 func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	ds := &d.dirs[dir]
 	u.Type = UnitContentHeader
-	if err := ds.hdr.DecodeFromBytes(p); err != nil {
+	if sum, ok := d.repeated(u.Dir, 1, p); ok {
+		// The same bytes as the last header in this direction, which
+		// decoded without error into ds.hdr, still holding it: a
+		// publisher's stream repeats one header (decoding it again was a
+		// tenth of the fanout's decoding).
+		u.Summary = sum
+	} else if err := ds.hdr.DecodeFromBytes(p); err != nil {
+		d.last[dir&1][1] = lastSummary{} // ds.hdr no longer holds its decode
 		u.Summary = "Content-Header"
 		u.SetErr(err.Error())
 		d.drop(ds, u.Channel)
 		return
-	}
-	if sum, ok := d.repeated(u.Dir, 1, p); ok {
-		u.Summary = sum
 	} else {
 		u.Summary = d.summary(u.Dir, 1, appendHeaderSummary(d.scratch[:0], &ds.hdr), p)
 	}
@@ -964,8 +986,6 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	ds := &d.dirs[dir]
 	u.Type = UnitContentBody
-	s := append(d.scratch[:0], "Content-Body len="...)
-	s = strconv.AppendInt(s, int64(len(p)), 10)
 	a := ds.msg(u.Channel)
 	switch {
 	case a == nil || a.header == nil:
@@ -997,22 +1017,42 @@ func (d *Decoder) bodyFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		} else if len(p) > 0 {
 			a.cut = true
 		}
-		s = append(s, " ("...)
-		s = strconv.AppendUint(s, a.got, 10)
-		s = append(s, '/')
-		s = strconv.AppendUint(s, a.bodySize, 10)
-		if a.got >= a.bodySize {
-			s = append(s, " complete"...)
-		}
-		s = append(s, ')')
 		if a.got > a.bodySize {
 			u.Warn("body is " + strconv.FormatUint(a.got, 10) + " bytes, the content header said " + strconv.FormatUint(a.bodySize, 10))
+		}
+		// The summary is made of three numbers alone: a run of bodies of
+		// one size takes the last one's without its being made again.
+		if k := (bodyKey{len(p), a.got, a.bodySize}); k == ds.bodyKey && ds.bodySum != "" {
+			u.Summary = ds.bodySum
+		} else {
+			s := append(d.scratch[:0], "Content-Body len="...)
+			s = strconv.AppendInt(s, int64(len(p)), 10)
+			s = append(s, " ("...)
+			s = strconv.AppendUint(s, a.got, 10)
+			s = append(s, '/')
+			s = strconv.AppendUint(s, a.bodySize, 10)
+			if a.got >= a.bodySize {
+				s = append(s, " complete"...)
+			}
+			s = append(s, ')')
+			u.Summary = d.summary(u.Dir, 2, s, nil)
+			ds.bodyKey, ds.bodySum = k, u.Summary
 		}
 		if a.got >= a.bodySize {
 			d.complete(dir, u, a)
 		}
+		return
 	}
+	s := append(d.scratch[:0], "Content-Body len="...)
+	s = strconv.AppendInt(s, int64(len(p)), 10)
 	u.Summary = d.summary(u.Dir, 2, s, nil)
+}
+
+// bodyKey is what a body frame's summary is made of: its length, the
+// body's bytes so far and the size the content header announced.
+type bodyKey struct {
+	n         int
+	got, size uint64
 }
 
 // drop forgets the message in flight on channel ch. Its assembly is
@@ -1031,16 +1071,6 @@ func (d *Decoder) drop(ds *direction, ch uint16) {
 
 // complete attaches the assembled message to u, the unit that completes it.
 func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
-	// drop recycles a: keep what the message needs first.
-	done := *a
-	a = &done
-	d.drop(&d.dirs[dir], u.Channel)
-	switch {
-	case a.budgetCut:
-		u.Warn("message body not kept for display: the memory budget (--max-memory) had no room for it")
-	case a.cut:
-		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
-	}
 	// Messages are kept by every unit that completes one: slab-allocate
 	// them, and keep the method, header and (single-frame) body as the units
 	// that carry them rather than as slices of their own.
@@ -1051,5 +1081,13 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	d.msgSlab = d.msgSlab[1:]
 	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
 	m.bodyInUnit, m.body = a.whole, a.body
+	budgetCut := a.budgetCut
+	d.drop(&d.dirs[dir], u.Channel) // recycles a: its message is taken
+	switch {
+	case budgetCut:
+		u.Warn("message body not kept for display: the memory budget (--max-memory) had no room for it")
+	case m.cut:
+		u.Warn("message body cut to " + strconv.Itoa(d.opt.MaxMessage) + " bytes for display (max message size)")
+	}
 	u.Dissect = messageBinder.Bind(&m.bound, m)
 }

@@ -126,6 +126,31 @@ func FuzzDecoder(f *testing.F) {
 		if err := stablecheck.Check(New, transient, calls); err != nil {
 			t.Fatal(err)
 		}
+		// Summaries left to the Summarizer come out as the decoder makes them.
+		late := *opt
+		late.LateSummaries = true
+		var lates []*decode.Unit
+		dl := New(&decode.Conn{ID: 1}, &late, func(u *decode.Unit) { lates = append(lates, u) })
+		for _, c := range calls {
+			switch {
+			case c.End:
+				dl.End(c.Dir, t0)
+			case c.IsGap:
+				dl.Gap(c.Dir, c.N, t0)
+			default:
+				dl.Feed(c.Dir, c.Data, t0)
+			}
+		}
+		if len(lates) != len(units) {
+			t.Fatalf("%d units with late summaries, %d without", len(lates), len(units))
+		}
+		var z Summarizer
+		for i, u := range lates {
+			z.Summarize(u)
+			if u.Summary != units[i].Summary {
+				t.Fatalf("unit %d: summarised %q, the decoder made %q", i+1, u.Summary, units[i].Summary)
+			}
+		}
 		for _, u := range units {
 			if u.Len < len(u.Raw) || u.Offset < 0 || u.Offset+int64(u.Len) > int64(len(data))+5 {
 				t.Fatalf("%s: offset %d len %d raw %d of %d bytes", u.Type, u.Offset, u.Len, len(u.Raw), len(data))

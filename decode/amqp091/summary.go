@@ -59,6 +59,20 @@ func appendTitle(dst []byte, name string) []byte {
 // arguments generically from the spec's description; malformed arguments
 // end the summary early (the unit's error says why).
 func appendMethodSummary(dst []byte, info *MethodInfo, args []byte) []byte {
+	return appendMethodSummaryAt(dst, info, args, nil)
+}
+
+// tagMark says where a method's delivery-tag is: at, the offset of its
+// eight bytes in the arguments (-1: none was read), and from and to, its
+// digits in the summary.
+type tagMark struct{ at, from, to int }
+
+// appendMethodSummaryAt is appendMethodSummary, noting in mark, when not
+// nil, where the delivery-tag is.
+func appendMethodSummaryAt(dst []byte, info *MethodInfo, args []byte, mark *tagMark) []byte {
+	if mark != nil {
+		mark.at = -1
+	}
 	dst = appendTitle(dst, info.Name)
 	r := reader{b: args}
 	bitPos := 8
@@ -152,6 +166,12 @@ func appendMethodSummary(dst []byte, info *MethodInfo, args []byte) []byte {
 		dst = append(dst, label...)
 		dst = append(dst, '=')
 		if isNum {
+			if mark != nil && a.Domain == DomainLonglong && a.Name == "delivery-tag" {
+				mark.at, mark.from = r.off-8, len(dst)
+				dst = strconv.AppendUint(dst, num, 10)
+				mark.to = len(dst)
+				continue
+			}
 			dst = strconv.AppendUint(dst, num, 10)
 		} else {
 			dst = appendPrintable(dst, str, 200)
