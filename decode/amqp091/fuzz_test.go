@@ -130,17 +130,7 @@ func FuzzDecoder(f *testing.F) {
 		late := *opt
 		late.LateSummaries = true
 		var lates []*decode.Unit
-		dl := New(&decode.Conn{ID: 1}, &late, func(u *decode.Unit) { lates = append(lates, u) })
-		for _, c := range calls {
-			switch {
-			case c.End:
-				dl.End(c.Dir, t0)
-			case c.IsGap:
-				dl.Gap(c.Dir, c.N, t0)
-			default:
-				dl.Feed(c.Dir, c.Data, t0)
-			}
-		}
+		stablecheck.Replay(New(&decode.Conn{ID: 1}, &late, func(u *decode.Unit) { lates = append(lates, u) }), calls)
 		if len(lates) != len(units) {
 			t.Fatalf("%d units with late summaries, %d without", len(lates), len(units))
 		}

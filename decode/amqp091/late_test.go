@@ -84,28 +84,44 @@ func TestHeaderSummaryShared(t *testing.T) {
 }
 
 // TestSummarizeAllocs checks that making late summaries allocates nothing
-// but, now and then, a slab: not a string a unit.
+// but, now and then, a slab: not a string a unit, whether a summary is
+// made afresh (publishes to two routing keys, one after the other) or
+// from the last one (deliveries, whose tags differ).
 func TestSummarizeAllocs(t *testing.T) {
 	opt := decode.DefaultOptions()
 	opt.LateSummaries = true
-	var b []byte
-	for i := range 2 {
-		b = AppendMethodFrame(b, 1, &BasicPublish{Exchange: []byte("ex"), RoutingKey: []byte{'a' + byte(i)}})
-	}
-	d, r := newTestDecoder(opt)
-	d.Feed(decode.DirF, b, t0)
-	if len(r.units) != 2 {
-		t.Fatalf("%d units", len(r.units))
-	}
-	var z Summarizer
-	i := 0
-	allocs := testing.AllocsPerRun(10000, func() {
-		u := r.units[i&1] // alternating: each one made afresh
-		i++
-		u.Summary = SummaryLater
-		z.Summarize(u)
-	})
-	if allocs > 0.01 {
-		t.Errorf("%.3f allocations a summary", allocs)
+	for _, c := range []struct {
+		dir  decode.Dir
+		m    func(i int) Method
+		want string
+	}{
+		{decode.DirF, func(i int) Method { return &BasicPublish{Exchange: []byte("ex"), RoutingKey: []byte{'a' + byte(i)}} }, "Basic.Publish x=ex rk=b"},
+		{decode.DirB, func(i int) Method {
+			return &BasicDeliver{ConsumerTag: []byte("c"), DeliveryTag: 1000 + uint64(i), Exchange: []byte("ex")}
+		}, "Basic.Deliver ctag=c tag=1001 x=ex rk="},
+	} {
+		var b []byte
+		for i := range 2 {
+			b = AppendMethodFrame(b, 1, c.m(i))
+		}
+		d, r := newTestDecoder(opt)
+		d.Feed(c.dir, b, t0)
+		if len(r.units) != 2 {
+			t.Fatalf("%d units", len(r.units))
+		}
+		var z Summarizer
+		i := 0
+		allocs := testing.AllocsPerRun(10000, func() {
+			u := r.units[i&1] // alternating: each one made afresh
+			i++
+			u.Summary = SummaryLater
+			z.Summarize(u)
+		})
+		if allocs > 0.01 {
+			t.Errorf("%s: %.3f allocations a summary", c.want, allocs)
+		}
+		if r.units[1].Summary != c.want {
+			t.Errorf("summary %q, want %q", r.units[1].Summary, c.want)
+		}
 	}
 }

@@ -163,33 +163,3 @@ func TestLateDeliverySummaries(t *testing.T) {
 		t.Errorf("unit 7: %q", s)
 	}
 }
-
-// TestRetagAllocs checks that a delivery's summary made from the last
-// one's allocates nothing but, now and then, a slab.
-func TestRetagAllocs(t *testing.T) {
-	opt := decode.DefaultOptions()
-	opt.LateSummaries = true
-	var b []byte
-	for tag := range uint64(2) {
-		b = AppendMethodFrame(b, 1, &BasicDeliver{ConsumerTag: []byte("c"), DeliveryTag: 1000 + tag, Exchange: []byte("ex")})
-	}
-	d, r := newTestDecoder(opt)
-	d.Feed(decode.DirB, b, t0)
-	if len(r.units) != 2 {
-		t.Fatalf("%d units", len(r.units))
-	}
-	var z Summarizer
-	i := 0
-	allocs := testing.AllocsPerRun(10000, func() {
-		u := r.units[i&1] // alternating: each one retagged
-		i++
-		u.Summary = SummaryLater
-		z.Summarize(u)
-	})
-	if allocs > 0.01 {
-		t.Errorf("%.3f allocations a summary", allocs)
-	}
-	if r.units[1].Summary != "Basic.Deliver ctag=c tag=1001 x=ex rk=" {
-		t.Errorf("summary %q", r.units[1].Summary)
-	}
-}

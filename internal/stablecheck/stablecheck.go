@@ -165,6 +165,23 @@ func readOnly(calls []Call, n int) (*mapped, error) {
 	return m, nil
 }
 
+// Replay makes calls on d, a microsecond more apart each time from
+// one second after the epoch.
+func Replay(d decode.Decoder, calls []Call) {
+	t := time.Unix(1, 0)
+	for i, c := range calls {
+		t = t.Add(time.Duration(i) * time.Microsecond)
+		switch {
+		case c.End:
+			d.End(c.Dir, t)
+		case c.IsGap:
+			d.Gap(c.Dir, c.N, t)
+		default:
+			d.Feed(c.Dir, c.Data, t)
+		}
+	}
+}
+
 // run decodes calls and renders every unit once all are decoded (a unit
 // that keeps the input's bytes must find them as they were).
 func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
@@ -178,18 +195,7 @@ func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
 		opt.Defer.Settle() // as the pipeline does before numbering
 		units = append(units, u)
 	})
-	t := time.Unix(1, 0)
-	for i, c := range calls {
-		t = t.Add(time.Duration(i) * time.Microsecond)
-		switch {
-		case c.End:
-			d.End(c.Dir, t)
-		case c.IsGap:
-			d.Gap(c.Dir, c.N, t)
-		default:
-			d.Feed(c.Dir, c.Data, t)
-		}
-	}
+	Replay(d, calls)
 	opt.Defer.Settle()
 	out := make([][]byte, len(units))
 	var first time.Time
