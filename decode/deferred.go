@@ -51,6 +51,3 @@ func (d *Deferred) Within(fn func()) {
 	defer func() { d.running = false }()
 	fn()
 }
-
-// Pending reports whether work is waiting to be settled.
-func (d *Deferred) Pending() bool { return d != nil && d.finish != nil }

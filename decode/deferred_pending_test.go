@@ -1,0 +1,5 @@
+package decode
+
+// Pending reports whether work is waiting to be settled (for the tests:
+// nothing else asks).
+func (d *Deferred) Pending() bool { return d != nil && d.finish != nil }
