@@ -66,9 +66,10 @@ func (z *Summarizer) Summarize(u *decode.Unit) {
 		var mark tagMark
 		z.scratch = appendMethodSummaryAt(z.scratch[:0], info, p[4:], &mark)
 		u.Summary = z.slab.text(z.scratch)
-		*t = taggedSummary{}
 		if mark.at >= 0 {
 			*t = taggedSummary{payload: p, summary: u.Summary, at: 4 + mark.at, from: mark.from, to: mark.to}
+		} else {
+			*t = taggedSummary{} // no tag: nothing to retag from
 		}
 	}
 	*last = lastSummary{payload: p, summary: u.Summary}
