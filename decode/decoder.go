@@ -76,9 +76,11 @@ type Options struct {
 	// LateSummaries has decoders leave to be made later the summaries
 	// that depend on nothing but a unit's own bytes (AMQP 0-9-1 methods
 	// outside the connection class: their summary is then
-	// amqp091.SummaryLater), so that they can be made on another
-	// goroutine than the decoding one (pipeline.Config.Staged does, and
-	// fills them in before a unit reaches anything that reads it).
+	// amqp091.SummaryLater; AMQP 1.0 messages that came whole in their
+	// bytes, parsed, checked and summarised by an amqp10.Completer), so
+	// that they can be made on another goroutine than the decoding one
+	// (pipeline.Config.Staged does, and fills them in before a unit
+	// reaches anything that reads it).
 	LateSummaries bool
 	// Transient says the caller lets go of every unit soon after its
 	// sink has it (`read`, which prints a unit and forgets it), rather

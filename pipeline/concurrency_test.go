@@ -39,13 +39,18 @@ func TestFieldsOnAnotherGoroutine(t *testing.T) {
 }
 
 // TestStaged checks Config.Staged: with the stage (the immutability
-// check, the late summaries) run by the caller on a goroutine of its own,
-// after the sink, every unit renders as it does with the stage inline,
-// and the check's report is the same. Run with -race: the stage annotates
-// units the decoder has emitted while it goes on decoding.
+// check, the late summaries and messages) run by the caller on a
+// goroutine of its own, after the sink, every unit renders as it does
+// with the stage inline, the connections count the same units with
+// warnings and with errors and the same checksum verdicts, and the
+// check's report is the same. Run with -race: the stage annotates units
+// the decoder has emitted while it goes on decoding.
 func TestStaged(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/*.pcap*")
-	modified := 0
+	// DataRows whose columns disagree with their count: units with
+	// errors.
+	files = append(files, "../testdata/hostile/pgsql-datarow-count.pcapng")
+	modified, badRows := 0, 0
 	for _, path := range files {
 		var inline [][]byte
 		var units []*decode.Unit
@@ -59,16 +64,34 @@ func TestStaged(t *testing.T) {
 		modified += p.Immutability().Report().Modified
 		// Every connection counts its units with warnings, those the
 		// immutability check raised among them.
-		warned := map[int]int{}
+		warned, erred := map[int]int{}, map[int]int{}
+		verdicts := map[int][len(decode.Conn{}.Checksums)]int{}
 		for _, u := range units {
+			if ck := u.Checksum(); u.Conn != nil && ck != nil {
+				v := verdicts[u.Conn.ID]
+				v[ck.Status]++
+				verdicts[u.Conn.ID] = v
+			}
 			if u.Conn != nil && len(u.Warnings()) > 0 {
 				warned[u.Conn.ID]++
+			}
+			if u.Conn != nil && u.Err() != "" {
+				erred[u.Conn.ID]++
+			}
+			if u.Type == "DataRow" && u.Err() != "" {
+				badRows++
 			}
 		}
 		checkWarned := func(how string, p *Pipeline) {
 			for _, c := range p.Conns() {
 				if c.Warnings != warned[c.ID] {
 					t.Errorf("%s %s: conn %d counts %d units with warnings, has %d", path, how, c.ID, c.Warnings, warned[c.ID])
+				}
+				if c.Errors != erred[c.ID] {
+					t.Errorf("%s %s: conn %d counts %d units with errors, has %d", path, how, c.ID, c.Errors, erred[c.ID])
+				}
+				if c.Checksums != verdicts[c.ID] {
+					t.Errorf("%s %s: conn %d counts checksum verdicts %v, has %v", path, how, c.ID, c.Checksums, verdicts[c.ID])
 				}
 			}
 		}
@@ -105,5 +128,8 @@ func TestStaged(t *testing.T) {
 	}
 	if modified == 0 {
 		t.Error("no capture in testdata has a bare message the broker modified: the annotation path went untested")
+	}
+	if badRows == 0 {
+		t.Error("no DataRow with an error: the count of errors went untested")
 	}
 }

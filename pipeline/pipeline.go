@@ -35,12 +35,12 @@ type Config struct {
 	// done on the decoding goroutine, so that it can be done on another:
 	// the AMQP 1.0 immutability check (which annotates the units that
 	// leave a broker, and pairs them across connections in order) and
-	// the summaries that depend on nothing but a unit's bytes
-	// ([decode.Options.LateSummaries]). The caller must call
+	// the summaries and AMQP 1.0 messages that depend on nothing but a
+	// unit's bytes ([decode.Options.LateSummaries]). The caller must call
 	// [Pipeline.Stage] for every unit Sink gets, in the order Sink gets
 	// them, on one goroutine at a time, before anything reads the unit's
-	// summary, warnings or field tree, or the count of units with
-	// warnings in decode.Conn.Warnings.
+	// summary, warnings, message, checksum or field tree, or the counts
+	// of units with warnings and of checksum verdicts in decode.Conn.
 	Staged bool
 }
 
@@ -56,8 +56,10 @@ type Pipeline struct {
 	unsorted bool
 	n        int
 	imm      *amqp10.Immutability
-	// late makes the summaries the decoders leave to Stage.
+	// late makes the summaries the decoders leave to Stage, done the
+	// AMQP 1.0 messages they leave to it.
 	late  amqp091.Summarizer
+	done  *amqp10.Completer
 	last  time.Time
 	sorts int // sorts of all (for tests: at most one per Conns call)
 }
@@ -100,6 +102,7 @@ func New(cfg Config) *Pipeline {
 		opt:   opt,
 		conns: make(map[*capture.Flow]*conn),
 		imm:   amqp10.NewImmutability(),
+		done:  amqp10.NewCompleter(opt),
 	}
 }
 
@@ -125,21 +128,28 @@ func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 
 // Stage does to an emitted unit what [Config.Staged] leaves to the
 // caller (and emit does itself otherwise): it makes the summary its
-// decoder left to be made later, hands AMQP 1.0 units to the
-// immutability check, and then counts the unit in its connection's
-// Warnings when it has any.
+// decoder left to be made later, finishes the AMQP 1.0 message it left
+// unparsed and hands AMQP 1.0 units to the immutability check, and then
+// counts the unit in its connection's Warnings and Checksums.
 func (p *Pipeline) Stage(u *decode.Unit) {
 	switch u.Proto {
 	case decode.ProtoAMQP10:
+		p.done.Complete(u)
 		p.imm.Observe(u)
 	case decode.ProtoAMQP091:
 		p.late.Summarize(u)
 	}
 	// Counted here, after the immutability check, which warns of a bare
-	// message the broker modified: on the stage's goroutine when there
-	// is one, the only writer of the count then.
-	if c := u.Conn; c != nil && len(u.Warnings()) > 0 {
-		c.Warnings++
+	// message the broker modified, and after the checksum verdict a
+	// message left to the stage gets: on the stage's goroutine when
+	// there is one, the only writer of the counts then.
+	if c := u.Conn; c != nil {
+		if len(u.Warnings()) > 0 {
+			c.Warnings++
+		}
+		if ck := u.Checksum(); ck != nil && int(ck.Status) < len(c.Checksums) {
+			c.Checksums[ck.Status]++
+		}
 	}
 }
 
@@ -415,9 +425,6 @@ func (p *Pipeline) emit(u *decode.Unit) {
 		}
 		if u.Err() != "" {
 			c.Errors++
-		}
-		if ck := u.Checksum(); ck != nil && int(ck.Status) < len(c.Checksums) {
-			c.Checksums[ck.Status]++
 		}
 	}
 	if !p.cfg.Staged {

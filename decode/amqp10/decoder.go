@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -28,13 +27,11 @@ type Decoder struct {
 	last time.Time
 	// Units and their bytes are carved from slabs, as AMQP 0-9-1's are:
 	// one allocation serves many small frames.
-	raw                []byte
-	unitSlab           []decode.Unit
-	unitsNext, rawNext int
-	secSlab            []Section
-	ckSlab             []decode.Checksum
-	msgSlab            []CompletedMessage
-	notes              decode.NotesSlab
+	carver
+	unitSlab  []decode.Unit
+	unitsNext int
+	msgSlab   []CompletedMessage
+	notes     decode.NotesSlab
 	// in is the buffer being parsed, and how its units keep their bytes
 	// (see Options.StableInput): ref, as slices of it (the caller's
 	// stable input); take, the stream's buffer holding exactly one
@@ -607,25 +604,6 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 	}
 	st.sum = s
 	u.Summary = d.text(s)
-}
-
-// text returns a copy of s carved from the bytes slab, as a unit's Raw
-// is: a summary costs no allocation of its own. The slab is only ever
-// appended to, so the string never changes.
-func (d *Decoder) text(s []byte) string {
-	if len(s) == 0 {
-		return ""
-	}
-	if len(s) > rawCarved {
-		return string(s)
-	}
-	if cap(d.raw)-len(d.raw) < len(s) {
-		d.rawNext = min(max(2*d.rawNext, 1<<10), rawSlabMax)
-		d.raw = make([]byte, 0, max(d.rawNext, len(s)))
-	}
-	n := len(d.raw)
-	d.raw = append(d.raw, s...)
-	return unsafe.String(&d.raw[n], len(s))
 }
 
 func redact(b []byte) {

@@ -1,6 +1,7 @@
 package amqp10
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -100,6 +101,25 @@ func FuzzDecoder(f *testing.F) {
 		transient.Transient, transient.FieldsSeldom = true, true
 		if err := stablecheck.Check(New, transient, calls); err != nil {
 			t.Fatal(err)
+		}
+		// And with the messages left to a Completer, as `read`'s stage
+		// finishes them: the same summaries, ids, warnings and verdicts.
+		late := transient
+		late.LateSummaries = true
+		var lunits []*decode.Unit
+		stablecheck.Replay(New(&decode.Conn{ID: 1}, &late, func(u *decode.Unit) { lunits = append(lunits, u) }), calls)
+		if len(lunits) != len(units) {
+			t.Fatalf("%d units with late messages, %d without", len(lunits), len(units))
+		}
+		z := NewCompleter(&late)
+		for i, u := range lunits {
+			z.Complete(u)
+			w := units[i]
+			if u.Summary != w.Summary || u.MessageID() != w.MessageID() || !reflect.DeepEqual(u.Warnings(), w.Warnings()) ||
+				!reflect.DeepEqual(u.Checksum(), w.Checksum()) {
+				t.Fatalf("unit %d:\nlate    %q %q %q %+v\nat once %q %q %q %+v", i+1, u.Summary, u.MessageID(), u.Warnings(), u.Checksum(),
+					w.Summary, w.MessageID(), w.Warnings(), w.Checksum())
+			}
 		}
 		for _, u := range units {
 			imm.Observe(u)

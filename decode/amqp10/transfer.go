@@ -2,6 +2,7 @@ package amqp10
 
 import (
 	"strconv"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -98,6 +99,9 @@ type CompletedMessage struct {
 	// pending holds a message's pieces until Bytes is first wanted (see
 	// pendingBytes); nil when Bytes was set at once.
 	pending *pendingBytes
+	// late says the message is left to a [Completer]: not parsed yet,
+	// its unit's message-id, checksum and summary not made.
+	late bool
 }
 
 // WithSections returns m when it keeps its sections, else a copy of m
@@ -269,7 +273,9 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 }
 
 // complete locates the sections of a reassembled message, verifies its
-// checksum and attaches it to the unit.
+// checksum and attaches it to the unit. With Options.LateSummaries, a
+// message whose bytes are at hand (not pieces) is attached unparsed, and
+// a [Completer] does the rest on the pipeline's stage.
 func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, t *Transfer, link string, s []byte) []byte {
 	cm.Link, cm.Channel, cm.Handle, cm.DeliveryID = link, u.Channel, t.Handle, t.DeliveryID
 	if t.HasMessageFormat && t.MessageFormat != 0 {
@@ -277,41 +283,59 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 		s = strconv.AppendUint(s, uint64(t.MessageFormat), 10)
 		u.Warn("message-format " + strconv.FormatUint(uint64(t.MessageFormat), 10) + " is not the standard format 0: sections decoded anyway")
 	}
+	// Nearly every completing unit gets notes (its message, its id).
+	d.notes.Give(u, d.opt.Slab(messageSlab))
+	u.SetExt(cm)
+	if cm.pending == nil && d.opt.LateSummaries {
+		cm.late = true
+		return s
+	}
 	var err error
 	size := len(cm.Bytes)
 	pc := &d.pieced
+	m := &st.msg
 	if cm.pending != nil {
 		pc.reset(cm.pending.pieces)
 		size = pc.n
 		var ok bool
-		if ok, err = parseMessagePieces(pc, &st.msg); !ok {
+		if ok, err = parseMessagePieces(pc, m); !ok {
 			// The pieces do not say it alone: joined now, as always before.
 			cm.materialize()
 			cm.pending = nil
-			err = ParseMessage(cm.Bytes, &st.msg)
+			err = ParseMessage(cm.Bytes, m)
 		}
 	} else {
-		err = ParseMessage(cm.Bytes, &st.msg)
+		err = ParseMessage(cm.Bytes, m)
 	}
-	cm.Message = st.msg
-	if d.opt.FieldsSeldom {
+	var id string
+	ck := d.checksum(d.opt.Slab(checksumSlab))
+	if cm.pending != nil {
+		id = d.messageIDPieces(st, pc, m)
+		*ck = verifyChecksumPieces(pc, m)
+	} else {
+		// Its text carved from the slab: no allocation of its own.
+		id = m.messageID(cm.Bytes, &st.props, d.text)
+		*ck = m.VerifyChecksum(cm.Bytes)
+	}
+	pc.pieces = nil // the message's, not to be kept here
+	return d.annotate(u, cm, m, id, size, err, ck, d.opt.FieldsSeldom, s)
+}
+
+// annotate gives u what its completed message cm says: m, the message
+// parsed (err, the parse's error), id its message-id, size its length,
+// ck its checksum verdict; s is u's summary so far, returned with them.
+// Where field trees are seldom wanted (seldom), cm keeps no sections.
+func (k *carver) annotate(u *decode.Unit, cm *CompletedMessage, m *Message, id string, size int, err error, ck *decode.Checksum, seldom bool, s []byte) []byte {
+	cm.Message = *m
+	if seldom {
 		cm.Message.Sections, cm.lazy = nil, true
 	} else {
-		cm.Message.Sections = d.sections(st.msg.Sections)
+		cm.Message.Sections = k.sections(m.Sections)
 	}
-	// The parse itself, sections and all, until the next message.
-	m := &st.msg
-	// Nearly every completing unit gets notes (its message, its id).
-	d.notes.Give(u, d.opt.Slab(messageSlab))
-	u.SetExt(cm)
-	if cm.pending != nil {
-		u.SetMessageID(d.messageIDPieces(st, pc, m))
-	} else {
-		u.SetMessageID(d.messageID(st, m, cm.Bytes))
-	}
-	if u.MessageID() != "" {
+	u.SetMessageID(id)
+	if id != "" {
 		s = append(s, " message-id="...)
-		s = appendQuoted(s, []byte(u.MessageID()))
+		s = appendQuoted(s, []byte(id))
 	}
 	if m.BodyKind != "" {
 		s = append(s, " body="...)
@@ -334,13 +358,6 @@ func (d *Decoder) complete(st *direction, u *decode.Unit, cm *CompletedMessage, 
 	if err != nil {
 		u.Warn("message: " + err.Error())
 	}
-	ck := d.checksum()
-	if cm.pending != nil {
-		*ck = verifyChecksumPieces(pc, m)
-	} else {
-		*ck = m.VerifyChecksum(cm.Bytes)
-	}
-	pc.pieces = nil // the message's, not to be kept here
 	u.SetChecksum(ck)
 	s = append(s, ' ')
 	if ck.Status == decode.ChecksumAbsent {
@@ -391,8 +408,18 @@ func (d *Decoder) completed() *CompletedMessage {
 	return decode.Carve(&d.msgSlab, d.opt.Slab(messageSlab))
 }
 
+// carver carves what units keep from slabs: bytes and texts, message
+// sections, checksum verdicts. A decoder has one; so has a [Completer],
+// for what it finishes on another goroutine.
+type carver struct {
+	raw     []byte
+	rawNext int
+	secSlab []Section
+	ckSlab  []decode.Checksum
+}
+
 // sections returns a copy of secs that the message owns.
-func (d *Decoder) sections(secs []Section) []Section {
+func (k *carver) sections(secs []Section) []Section {
 	n := len(secs)
 	if n == 0 {
 		return nil
@@ -400,22 +427,36 @@ func (d *Decoder) sections(secs []Section) []Section {
 	if n > sectionSlab/4 {
 		return append([]Section(nil), secs...)
 	}
-	if len(d.secSlab) < n {
-		d.secSlab = make([]Section, sectionSlab)
+	if len(k.secSlab) < n {
+		k.secSlab = make([]Section, sectionSlab)
 	}
-	out := d.secSlab[:n:n]
-	d.secSlab = d.secSlab[n:]
+	out := k.secSlab[:n:n]
+	k.secSlab = k.secSlab[n:]
 	copy(out, secs)
 	return out
 }
 
-// checksum returns a zero verdict that the message owns.
-func (d *Decoder) checksum() *decode.Checksum {
-	return decode.Carve(&d.ckSlab, d.opt.Slab(checksumSlab))
+// checksum returns a zero verdict that the message owns, from slabs of
+// slab verdicts.
+func (k *carver) checksum(slab int) *decode.Checksum {
+	return decode.Carve(&k.ckSlab, slab)
 }
 
-// messageID is m's properties.message-id, its text carved from the
-// decoder's slab: no allocation of its own per message.
-func (d *Decoder) messageID(st *direction, m *Message, b []byte) string {
-	return m.messageID(b, &st.props, d.text)
+// text returns a copy of s carved from the bytes slab, as a unit's Raw
+// is: a summary costs no allocation of its own. The slab is only ever
+// appended to, so the string never changes.
+func (k *carver) text(s []byte) string {
+	if len(s) == 0 {
+		return ""
+	}
+	if len(s) > rawCarved {
+		return string(s)
+	}
+	if cap(k.raw)-len(k.raw) < len(s) {
+		k.rawNext = min(max(2*k.rawNext, 1<<10), rawSlabMax)
+		k.raw = make([]byte, 0, max(k.rawNext, len(s)))
+	}
+	n := len(k.raw)
+	k.raw = append(k.raw, s...)
+	return unsafe.String(&k.raw[n], len(s))
 }
