@@ -86,15 +86,26 @@ func (p *Pieces) AddRef(q []byte) {
 // the pieces' own (see Add), rather than kept where they were.
 func (p *Pieces) Copied() bool { return p.chunks > 0 }
 
-// Len is the number of bytes kept.
-func (p *Pieces) Len() int { return p.n }
+// Len is the number of bytes kept. Len, Slices, AppendTo and Join take
+// nil Pieces as empty ones.
+func (p *Pieces) Len() int {
+	if p == nil {
+		return 0
+	}
+	return p.n
+}
 
 // Slices returns the pieces in order; they are not to be modified.
-func (p *Pieces) Slices() [][]byte { return p.list }
+func (p *Pieces) Slices() [][]byte {
+	if p == nil {
+		return nil
+	}
+	return p.list
+}
 
 // AppendTo appends the bytes kept to b.
 func (p *Pieces) AppendTo(b []byte) []byte {
-	for _, q := range p.list {
+	for _, q := range p.Slices() {
 		b = append(b, q...)
 	}
 	return b
@@ -103,6 +114,9 @@ func (p *Pieces) AppendTo(b []byte) []byte {
 // Join returns the bytes kept in one slice: the piece itself when there is
 // one (not to be modified), else a copy that the caller owns (fresh).
 func (p *Pieces) Join() (b []byte, fresh bool) {
+	if p == nil {
+		return nil, false
+	}
 	switch len(p.list) {
 	case 0:
 		return nil, false

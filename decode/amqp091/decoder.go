@@ -1080,7 +1080,11 @@ func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	m := &d.msgSlab[0]
 	d.msgSlab = d.msgSlab[1:]
 	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
-	m.bodyInUnit, m.body = a.whole, a.body
+	m.bodyInUnit = a.whole
+	if !a.whole && a.body.Len() > 0 {
+		body := a.body // the assembly is recycled below
+		m.body = &body
+	}
 	budgetCut := a.budgetCut
 	d.drop(&d.dirs[dir], u.Channel) // recycles a: its message is taken
 	switch {

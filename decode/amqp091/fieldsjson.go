@@ -89,7 +89,7 @@ func messageFieldsJSON(b []byte, u *decode.Unit, maxFields int) ([]byte, bool) {
 	if m.bodyInUnit {
 		b = appendTextOrBytes(b, framePayload(u))
 	} else {
-		b = appendBodyJSON(b, &m.body)
+		b = appendBodyJSON(b, m.body)
 	}
 	count += 2
 	if maxFields >= 0 && count > maxFields {

@@ -20,8 +20,10 @@ type message struct {
 	// go of a unit's Raw (spilling it) without the message losing them.
 	method, header []byte
 	// body is the body kept for display, unless bodyInUnit says it is the
-	// payload of the completing unit itself (a body in one frame).
-	body       decode.Pieces
+	// payload of the completing unit itself (a body in one frame); nil
+	// then, or when it is empty. (A pointer: most messages have none, and
+	// Pieces in place would make every message 48 bytes larger.)
+	body       *decode.Pieces
 	size       uint64
 	cut        bool
 	bodyInUnit bool
@@ -83,7 +85,10 @@ func thawMessage(_ *decode.Unit, b []byte) (func(*decode.Unit) []*decode.Field, 
 		if p, _, ok = decode.ReadBytes(b); !ok {
 			return nil, errFrozenMessage
 		}
-		m.body = decode.PiecesOf(p)
+		if len(p) > 0 {
+			b := decode.PiecesOf(p)
+			m.body = &b
+		}
 	}
 	return m.dissect, nil
 }
