@@ -65,6 +65,32 @@ func BenchmarkDecodeBackend(b *testing.B) {
 	benchDecode(b, s, int64(len(s)))
 }
 
+// BenchmarkDecodeRead measures decoding as `read` does it: stable input
+// (the units keep its bytes), transient units, late summaries, segments
+// of 64 KiB; ns/unit is the time per message.
+func BenchmarkDecodeRead(b *testing.B) {
+	s := concat(resultSet(10000))
+	opt := decode.DefaultOptions()
+	opt.StableInput, opt.Transient, opt.FieldsSeldom, opt.LateSummaries = true, true, true, true
+	start := startup("user", "bench")
+	units := 0
+	emit := func(*decode.Unit) { units++ }
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	t := time.Unix(0, 0)
+	for b.Loop() {
+		d := pgwire.New(&decode.Conn{}, opt, emit)
+		d.Feed(decode.DirF, start, t)
+		for r := s; len(r) > 0; {
+			n := min(64<<10, len(r))
+			d.Feed(decode.DirB, r[:n], t)
+			r = r[n:]
+		}
+		d.End(decode.DirB, t)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(units), "ns/unit")
+}
+
 // BenchmarkDecompress measures CompressedMessages decoding; MB/s counts
 // decompressed bytes.
 func BenchmarkDecompress(b *testing.B) {

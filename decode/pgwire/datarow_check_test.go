@@ -53,3 +53,19 @@ func TestDataRowCountDisagrees(t *testing.T) {
 		t.Errorf("checkDataRow of a good row allocates %.0f times", n)
 	}
 }
+
+// TestBusyNames: the names messageOf gives the busiest messages without
+// MessageName are MessageName's.
+func TestBusyNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		typ  byte
+		from []bool
+	}{{nameDataRow, TypeDataRow, []bool{false}}, {nameCopyData, TypeCopyData, []bool{false, true}}} {
+		for _, fe := range c.from {
+			if n := MessageName(c.typ, fe); n != c.name {
+				t.Errorf("%q from the frontend %v: MessageName says %q", c.name, fe, n)
+			}
+		}
+	}
+}

@@ -90,9 +90,12 @@ type Decoder struct {
 	slab []byte
 	// slabNext is the size of the last slab allocated (doubling to 32 KiB).
 	slabNext int
-	// units is the unit slab; unitsNext the size of the last one.
-	units     []decode.Unit
-	unitsNext int
+	// units is the unit slab, unitsUsed how many of it are handed out
+	// (an index rather than the slab resliced: a slice stored for every
+	// unit is a pointer written, with a write barrier while the
+	// collector runs); unitsNext the size of the last one.
+	units                []decode.Unit
+	unitsUsed, unitsNext int
 	// in is the buffer being parsed, and how its units keep their bytes
 	// (see Options.StableInput): ref, as slices of it (the caller's
 	// stable input); take, the stream's buffer holding exactly one
@@ -601,12 +604,12 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 	if alone {
 		u = new(decode.Unit)
 	} else {
-		if len(d.units) == 0 {
+		if d.unitsUsed == len(d.units) {
 			d.unitsNext = min(max(2*d.unitsNext, 8), 256)
-			d.units = make([]decode.Unit, d.unitsNext)
+			d.units, d.unitsUsed = make([]decode.Unit, d.unitsNext), 0
 		}
-		u = &d.units[0]
-		d.units = d.units[1:]
+		u = &d.units[d.unitsUsed]
+		d.unitsUsed++
 	}
 	// The unit is fresh (zero): fields are set one by one rather than a
 	// whole Unit copied.
@@ -667,6 +670,20 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 	u := d.unitOf(dir, raw, pos, t, parent, own, copied)
 	typ := raw[0]
 	body := raw[HeaderLen:]
+	switch {
+	case dir == decode.DirB && typ == TypeDataRow:
+		// The busiest messages (a SELECT's rows, a COPY's data) are
+		// named, checked and summarised here, as below but without the
+		// way through the other types' cases.
+		u.Type = nameDataRow
+		checkRow(u, body)
+		u.Summary = dataRowSummary(u.Type, body)
+		return u
+	case typ == TypeCopyData && !d.copyBoth:
+		u.Type = nameCopyData
+		u.Summary = copyDataSummary(len(body))
+		return u
+	}
 	u.Type = d.name(dir, typ)
 	if dir == decode.DirF {
 		switch typ {
@@ -694,12 +711,7 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 				d.secret(u, 9, len(raw))
 			}
 		case TypeDataRow:
-			// The column count and the columns must agree, or the summary
-			// (from the count) and the tree (from the columns) would tell
-			// two stories; checking costs a pass over the lengths.
-			if err := checkDataRow(body); err != nil {
-				u.SetErr(err.Error() + " (message at stream offset " + strconv.FormatInt(pos, 10) + ")")
-			}
+			checkRow(u, body)
 		case TypeCopyBothResponse:
 			d.copyBoth = true
 		case TypeReadyForQuery:
@@ -719,6 +731,24 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		u.Dissect = dissectTypedRedacted
 	}
 	return u
+}
+
+// The names of the busiest messages, as MessageName gives them (its
+// table is filled by an init function, after package variables are:
+// TestBusyNames checks they agree).
+const (
+	nameDataRow  = "DataRow"
+	nameCopyData = "CopyData"
+)
+
+// checkRow sets u's error when the columns of its DataRow body do not
+// agree with their count: the summary (from the count) and the tree
+// (from the columns) would tell two stories. It costs a pass over the
+// lengths.
+func checkRow(u *decode.Unit, body []byte) {
+	if err := checkDataRow(body); err != nil {
+		u.SetErr(err.Error() + " (message at stream offset " + strconv.FormatInt(u.Offset, 10) + ")")
+	}
 }
 
 // password names a frontend 'p' message from the authentication state and

@@ -31,6 +31,24 @@ var copyDataSummaries = sync.OnceValue(func() *[4097]string {
 	return &t
 })
 
+// dataRowSummary is the summary of a DataRow named name: its column
+// count, or its name when the body is too short to have one.
+func dataRowSummary(name string, body []byte) string {
+	if len(body) < 2 {
+		return name
+	}
+	// Int16, signed as the tree shows it (a negative count is an error
+	// the decoder reports).
+	n := int(int16(binary.BigEndian.Uint16(body)))
+	if n < 0 {
+		return "DataRow: column count " + strconv.Itoa(n)
+	}
+	if n < len(columnsSummary) {
+		return columnsSummary[n]
+	}
+	return "DataRow: " + strconv.Itoa(n) + " columns"
+}
+
 func copyDataSummary(n int) string {
 	if t := copyDataSummaries(); n >= 0 && n < len(t) {
 		return t[n]
@@ -105,18 +123,7 @@ func summarize(name string, typ byte, body []byte, fromFrontend, redacted bool) 
 	}
 	switch typ {
 	case TypeDataRow:
-		if len(body) >= 2 {
-			// Int16, signed as the tree shows it (a negative count is an
-			// error the decoder reports).
-			n := int(int16(binary.BigEndian.Uint16(body)))
-			if n < 0 {
-				return "DataRow: column count " + strconv.Itoa(n)
-			}
-			if n < len(columnsSummary) {
-				return columnsSummary[n]
-			}
-			return "DataRow: " + strconv.Itoa(n) + " columns"
-		}
+		return dataRowSummary(name, body)
 	case TypeCommandComplete:
 		return "CommandComplete: " + clip(body)
 	case TypeReadyForQuery:
