@@ -79,10 +79,14 @@ type Decoder struct {
 	// acct is the connection's part of the memory budget (nil: none);
 	// the copied body bytes are charged to it.
 	acct    *decode.Account
-	lastFed time.Time     // time of the latest bytes fed
-	units   []decode.Unit // unit slab
-	raw     byteSlab
-	msgSlab []message // message slab
+	lastFed time.Time // time of the latest bytes fed
+	// units is the unit slab, unitsUsed how many of it are handed out
+	// (an index: a slab resliced for every unit is a pointer written
+	// to the decoder, with a write barrier while the collector runs).
+	units     []decode.Unit
+	unitsUsed int
+	raw       byteSlab
+	msgSlab   []message // message slab
 	// Sizes of the next slabs: they start small and double up to the
 	// constants below, so that many short connections (60k of them in a
 	// hostile capture) do not cost a full slab each.
@@ -588,11 +592,11 @@ func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *deco
 // unitOf is unit, its bytes copied when own is set (they are to be
 // redacted in place) or when they are not stable (see keep).
 func (d *Decoder) unitOf(dir decode.Dir, pos int64, raw []byte, t time.Time, own bool) *decode.Unit {
-	if len(d.units) == 0 {
-		d.units = make([]decode.Unit, nextSlab(&d.unitsNext, d.opt.Slab(unitSlab)))
+	if d.unitsUsed == len(d.units) {
+		d.units, d.unitsUsed = make([]decode.Unit, nextSlab(&d.unitsNext, d.opt.Slab(unitSlab))), 0
 	}
-	u := &d.units[0]
-	d.units = d.units[1:]
+	u := &d.units[d.unitsUsed]
+	d.unitsUsed++
 	// The slab is fresh (zero): set fields one by one rather than copy a
 	// whole Unit, which costs a bulk write barrier.
 	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP091

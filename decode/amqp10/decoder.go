@@ -28,10 +28,11 @@ type Decoder struct {
 	// Units and their bytes are carved from slabs, as AMQP 0-9-1's are:
 	// one allocation serves many small frames.
 	carver
-	unitSlab  []decode.Unit
-	unitsNext int
-	msgSlab   []CompletedMessage
-	notes     decode.NotesSlab
+	// unitSlab is handed out by index, unitsUsed (see amqp091's).
+	unitSlab             []decode.Unit
+	unitsUsed, unitsNext int
+	msgSlab              []CompletedMessage
+	notes                decode.NotesSlab
 	// in is the buffer being parsed, and how its units keep their bytes
 	// (see Options.StableInput): ref, as slices of it (the caller's
 	// stable input); take, the stream's buffer holding exactly one
@@ -363,12 +364,12 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 
 // slabUnit returns a fresh unit carved from the unit slab.
 func (d *Decoder) slabUnit() *decode.Unit {
-	if len(d.unitSlab) == 0 {
+	if d.unitsUsed == len(d.unitSlab) {
 		d.unitsNext = min(max(2*d.unitsNext, 8), d.opt.Slab(unitSlabMax))
-		d.unitSlab = make([]decode.Unit, d.unitsNext)
+		d.unitSlab, d.unitsUsed = make([]decode.Unit, d.unitsNext), 0
 	}
-	u := &d.unitSlab[0]
-	d.unitSlab = d.unitSlab[1:]
+	u := &d.unitSlab[d.unitsUsed]
+	d.unitsUsed++
 	return u
 }
 
