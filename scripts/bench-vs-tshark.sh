@@ -12,8 +12,11 @@
 # Without FILE it takes every shape `scripts/corpus.sh list` names (or those
 # of --shapes), recording the missing ones with scripts/corpus.sh first.
 # Each command runs RUNS times (default 3), output to /dev/null; the table
-# shows medians (hyperfine when installed, GNU time otherwise). Everything
-# runs under `nice -n $NICE` (default 5): the machine is shared. The goal
+# shows medians. The commands of a shape and format (tshark, wiretap,
+# BEFORE) run in turn, one run of each at a time (scripts/bench-time.py),
+# so that a machine whose speed drifts from minute to minute drifts for
+# all of them alike. Everything runs under `nice -n $NICE` (default 5):
+# the machine is shared. The goal
 # (issue 13): every shape at least 10x faster than tshark's summary and 20x
 # faster than `tshark -T json`.
 #
@@ -35,7 +38,7 @@
 #
 # Environment: WIRETAP (the binary, timed as it is; default bin/wiretap,
 # built static, CGO_ENABLED=0, by the script each time), BEFORE (a second binary,
-# an earlier build, timed in the same run right after WIRETAP on each
+# an earlier build, timed in the same run in turn with WIRETAP on each
 # shape: the table adds its times and ratios, so a change is measured
 # against the same load and the same tshark), CORPUS (default
 # testdata/corpus), NICE, SETTLE.
@@ -103,26 +106,6 @@ if [[ ${#FILES[@]} -eq 0 ]]; then
 	fi
 fi
 
-# median_of CMD...: median wall seconds of RUNS runs, output discarded.
-median_of() {
-	if command -v hyperfine >/dev/null; then
-		local json
-		json=$(mktemp)
-		hyperfine -N -w 1 -r "$RUNS" --export-json "$json" -- "$(printf '%q ' nice -n "$NICE" "$@")" >/dev/null 2>&1
-		python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["results"][0]["median"])' "$json"
-		rm -f "$json"
-		return
-	fi
-	local times=() tf
-	tf=$(mktemp)
-	for _ in $(seq 1 "$RUNS"); do
-		/usr/bin/time -f '%e' -o "$tf" nice -n "$NICE" "$@" >/dev/null 2>/dev/null || log "$*: exit status $? (timed anyway)"
-		times+=("$(tail -1 "$tf")")
-	done
-	rm -f "$tf"
-	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "-" && b != "-" && b > 0) printf "%.1fx", a / b; else print "-" }'; }
 met() { awk -v a="$1" -v b="$2" -v g="$3" 'BEGIN { if (a == "-" || b == "-" || b <= 0) print "-"; else if (a / b >= g) print "yes"; else print "no" }'; }
 
@@ -145,26 +128,49 @@ for f in "${FILES[@]}"; do
 		dd if="$f" iflag=nocache count=0 status=none || log "$name: could not drop it from the page cache"
 		cat "$f" >/dev/null
 	fi
+	# Each format's commands are timed in turn, run by run
+	# (scripts/bench-time.py): tshark, wiretap and BEFORE span the same
+	# minutes of a machine whose speed drifts.
+	text=() json=()
 	if [[ $CACHED == 1 && -s $f.tshark ]]; then
 		read -r tt tj <"$f.tshark"
 		tnote=" (cached)"
 	else
-		log "$name: tshark summary ($RUNS runs)"
-		tt=$(median_of tshark -r "$f")
-		log "$name: tshark -T json"
-		tj=$(median_of tshark -r "$f" -T json)
-		printf '%s %s\n' "$tt" "$tj" >"$f.tshark"
+		text+=(-- tshark -r "$f")
+		json+=(-- tshark -r "$f" -T json)
 		tnote=
 	fi
-	wt=- wj=- bt=- bj=-
 	if [[ $TSHARK_ONLY == 0 ]]; then
-		log "$name: wiretap read"
-		wt=$(median_of "$WIRETAP" read "$f")
-		[[ -z ${BEFORE:-} ]] || bt=$(median_of "$BEFORE" read "$f")
-		log "$name: wiretap read --format json"
-		wj=$(median_of "$WIRETAP" read --format json "$f")
-		[[ -z ${BEFORE:-} ]] || bj=$(median_of "$BEFORE" read --format json "$f")
+		text+=(-- "$WIRETAP" read "$f")
+		json+=(-- "$WIRETAP" read --format json "$f")
+		if [[ -n ${BEFORE:-} ]]; then
+			text+=(-- "$BEFORE" read "$f")
+			json+=(-- "$BEFORE" read --format json "$f")
+		fi
 	fi
+	wt=- wj=- bt=- bj=-
+	for fmt in text json; do
+		declare -n cmds=$fmt
+		[[ ${#cmds[@]} -gt 0 ]] || continue
+		log "$name: $fmt, $RUNS runs of each in turn"
+		mapfile -t got < <("$ROOT/scripts/bench-time.py" -n "$RUNS" --nice "$NICE" "${cmds[@]}")
+		unset -n cmds
+		i=0
+		if [[ -z $tnote ]]; then
+			if [[ $fmt == text ]]; then tt=${got[0]}; else tj=${got[0]}; fi
+			i=1
+		fi
+		if [[ $TSHARK_ONLY == 0 ]]; then
+			if [[ $fmt == text ]]; then
+				wt=${got[i]}
+				[[ -z ${BEFORE:-} ]] || bt=${got[i + 1]}
+			else
+				wj=${got[i]}
+				[[ -z ${BEFORE:-} ]] || bj=${got[i + 1]}
+			fi
+		fi
+	done
+	[[ -n $tnote ]] || printf '%s %s\n' "$tt" "$tj" >"$f.tshark"
 	row="$name|$size|$packets|$units|$tt$tnote|$wt|$(ratio "$tt" "$wt")|$(met "$tt" "$wt" 10)|$tj$tnote|$wj|$(ratio "$tj" "$wj")|$(met "$tj" "$wj" 20)"
 	[[ -z ${BEFORE:-} ]] || row+="|$bt|$(ratio "$tt" "$bt")|$bj|$(ratio "$tj" "$bj")"
 	rows+=("$row")

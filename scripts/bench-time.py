@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""bench-time.py: time several commands in turn, run by run, and print
+each one's median wall time in seconds, one a line, in the order given.
+
+    scripts/bench-time.py [-n RUNS] [--nice N] -- CMD ARG... [-- CMD ARG...]
+
+Each command runs once unmeasured (page cache, binary), then RUNS rounds
+run every command once each, the order rotated from round to round,
+output to /dev/null. On a machine whose speed drifts from minute to
+minute (a shared VM), timing one command's runs in a block and then the
+other's lets the drift fall on one of them; taken in turn, every
+command's runs span the same minutes, and their ratio is what it would
+be on a steady machine. bench-vs-tshark.sh times wiretap against tshark
+with it.
+
+A command that exits non-zero is timed anyway, and said on stderr.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def run(cmd, nice):
+    start = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            if nice:
+                os.nice(nice)
+            os.execvp(cmd[0], cmd)
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        print("bench-time: %s: exit status %d (timed anyway)" % (" ".join(cmd), os.waitstatus_to_exitcode(status)),
+              file=sys.stderr)
+    return elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--nice", type=int, default=0)
+    ap.add_argument("rest", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    cmds, cur = [], None
+    for arg in a.rest:
+        if arg == "--":
+            cur = []
+            cmds.append(cur)
+        elif cur is None:
+            ap.error("commands start with --")
+        else:
+            cur.append(arg)
+    cmds = [c for c in cmds if c]
+    if not cmds or a.n < 1:
+        ap.error("want -n >= 1 and at least one command")
+    for c in cmds:
+        run(c, a.nice)
+    times = [[] for _ in cmds]
+    for r in range(a.n):
+        k = r % len(cmds)
+        for i in list(range(k, len(cmds))) + list(range(k)):
+            times[i].append(run(cmds[i], a.nice))
+    for t in times:
+        print("%.3f" % statistics.median(t))
+
+
+if __name__ == "__main__":
+    main()
