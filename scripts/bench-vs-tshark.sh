@@ -15,7 +15,9 @@
 # shows medians. The commands of a shape and format (tshark, wiretap,
 # BEFORE) run in turn, one run of each at a time (scripts/bench-time.py),
 # so that a machine whose speed drifts from minute to minute drifts for
-# all of them alike. Everything runs under `nice -n $NICE` (default 5):
+# all of them alike; after each tshark run, wiretap and BEFORE run once
+# unmeasured (tshark -T json frees gigabytes, and on a VM the next
+# process pays for fresh memory as if new: see bench-time.py --settle). Everything runs under `nice -n $NICE` (default 5):
 # the machine is shared. The goal
 # (issue 13): every shape at least 10x faster than tshark's summary and 20x
 # faster than `tshark -T json`.
@@ -153,7 +155,9 @@ for f in "${FILES[@]}"; do
 		declare -n cmds=$fmt
 		[[ ${#cmds[@]} -gt 0 ]] || continue
 		log "$name: $fmt, $RUNS runs of each in turn"
-		mapfile -t got < <("$ROOT/scripts/bench-time.py" -n "$RUNS" --nice "$NICE" "${cmds[@]}")
+		settle=()
+		[[ -n $tnote ]] || settle=(--settle) # tshark first, then the others settled
+		mapfile -t got < <("$ROOT/scripts/bench-time.py" -n "$RUNS" --nice "$NICE" "${settle[@]}" "${cmds[@]}")
 		unset -n cmds
 		i=0
 		if [[ -z $tnote ]]; then
