@@ -114,6 +114,33 @@ func BenchmarkDecoderSmallTransfersWithID(b *testing.B) {
 	}
 }
 
+// BenchmarkDecoderSmallTransfersRead is the corpus's amqp10-small shape
+// decoded as `read` decodes it: stable input, transient units, fields
+// seldom wanted, late summaries (the messages finished by a Completer
+// on the pipeline's stage, not timed here), a link name as long as
+// go-amqp's; ns/unit is the decoding goroutine's time per transfer.
+func BenchmarkDecoderSmallTransfersRead(b *testing.B) {
+	opt := decode.DefaultOptions()
+	opt.StableInput, opt.Transient, opt.FieldsSeldom, opt.LateSummaries = true, true, true, true
+	units := 0
+	d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) { units++ })
+	d.Feed(decode.DirF, AppendFrame(nil, 0, 0, AppendComposite(nil, DescriptorAttach, AppendString(nil, "hGxXoqPQ5ewkqT6-QxmAlRMKPY8Ia0bXp-EWPOpSjVL0ggVisgRpGg"), AppendUint(nil, 0), AppendBool(nil, false))), time.Time{})
+	var stream []byte
+	for i := 0; i < 64; i++ {
+		msg := AppendDescribed(nil, DescriptorHeader, AppendList(nil, AppendBool(nil, true)))
+		msg = append(msg, AppendDescribed(nil, DescriptorProperties, AppendList(nil, AppendString(nil, "m-"+strconv.Itoa(1000+i))))...)
+		msg = append(msg, AppendDescribed(nil, DescriptorData, AppendBinary(nil, make([]byte, 16)))...)
+		stream = append(stream, transferFrame(0, 0, uint32(i), false, msg)...)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	units = 0
+	for b.Loop() {
+		d.Feed(decode.DirF, stream, time.Time{})
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(units), "ns/unit")
+}
+
 // BenchmarkMultiFrameMessage4K is the corpus's amqp10-multiframe shape:
 // a 64 KiB message in transfers of RabbitMQ's 4 KiB frames (units with
 // bytes of their own), fed 8 KiB at a time.

@@ -82,7 +82,7 @@ func (m *materializer) describedValue(f *decode.Field, v Value, typ string, dept
 	code, sym, ok := v.Descriptor(b)
 	var t *describedType
 	if ok {
-		t = described[code]
+		t = describedOf(code)
 	}
 	desc := "described"
 	f.Encoding = ""
@@ -190,7 +190,7 @@ func descriptorText(code uint64, sym []byte) string {
 	if sym != nil {
 		return string(sym)
 	}
-	if t := described[code]; t != nil {
+	if t := describedOf(code); t != nil {
 		return t.symbol
 	}
 	return "0x" + strconv.FormatUint(code>>32, 16) + ":" + strconv.FormatUint(code&0xffffffff, 16)

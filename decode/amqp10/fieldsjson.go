@@ -60,7 +60,7 @@ func (w *jsonWriter) described(v Value, typ string, depth int) {
 	code, _, ok := v.Descriptor(b)
 	var t *describedType
 	if ok {
-		t = described[code]
+		t = describedOf(code)
 	}
 	if t == nil {
 		w.fail()

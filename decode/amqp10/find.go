@@ -78,7 +78,7 @@ func newHolders(codes []uint64) *holderSet {
 			h.any = true
 		}
 		h.codes = append(h.codes, byte(c))
-		h.symbols = append(h.symbols, []byte(described[c].symbol))
+		h.symbols = append(h.symbols, []byte(describedOf(c).symbol))
 	}
 	return h
 }
@@ -451,14 +451,14 @@ func (s *search) performative(u *decode.Unit, v Value) {
 // shown as the spec's symbol for code: a number the spec defines, or that
 // very symbol.
 func knownDescriptor(b []byte, d Value, code uint64) bool {
-	if described[code] == nil {
+	if describedOf(code) == nil {
 		return false
 	}
 	if d.Code != CodeSym8 && d.Code != CodeSym32 {
 		return true
 	}
 	sym, _ := d.Bytes(b)
-	return string(sym) == described[code].symbol
+	return string(sym) == describedOf(code).symbol
 }
 
 // compositeLen mirrors Composite.Set on the described value v: the
@@ -602,7 +602,7 @@ func (s *search) walk(m *materializer, v Value, key, name, typ string, depth int
 		var t *describedType
 		code, _, ok := v.Descriptor(b)
 		if ok {
-			t = described[code]
+			t = describedOf(code)
 		}
 		if t != nil && t.class == "composite" && t.source == "list" {
 			s.fields(m, v, composites[code], depth, trusted)

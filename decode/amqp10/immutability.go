@@ -514,7 +514,7 @@ func locate(bare []byte, off int) string {
 		case DescriptorProperties, DescriptorHeader:
 			var c Composite
 			if c.Set(bare, s.Value) == nil {
-				fields := described[s.Descriptor].fields
+				fields := describedOf(s.Descriptor).fields
 				for j := 0; j < c.N; j++ {
 					if off >= c.Fields[j].Start && off < c.Fields[j].End && j < len(fields) {
 						return where + "." + fields[j].name

@@ -20,7 +20,7 @@ type Section struct {
 
 // Name returns the section's name from messaging.xml ("properties").
 func (s *Section) Name() string {
-	if t := described[s.Descriptor]; t != nil {
+	if t := describedOf(s.Descriptor); t != nil {
 		return t.name
 	}
 	return "section 0x" + strconv.FormatUint(s.Descriptor, 16)
@@ -90,7 +90,7 @@ func ParseMessage(b []byte, m *Message) error {
 func (m *Message) add(code uint64, v *Value, off int, last *uint64, orderErr *error) {
 	if *orderErr == nil && (code < *last || (code == *last && code != DescriptorData && code != DescriptorAMQPSequence) ||
 		(code >= DescriptorData && code <= DescriptorAMQPValue && *last >= DescriptorData && *last <= DescriptorAMQPValue && code != *last)) {
-		*orderErr = errAt(off, "section "+described[code].name+" out of order after "+described[*last].name)
+		*orderErr = errAt(off, "section "+describedOf(code).name+" out of order after "+describedOf(*last).name)
 	}
 	*last = code
 	m.Sections = append(m.Sections, Section{Descriptor: code, Value: *v})
@@ -113,7 +113,7 @@ func (m *Message) add(code uint64, v *Value, off int, last *uint64, orderErr *er
 		m.BodySections++
 		m.BodyBytes += v.End - v.Data
 	case DescriptorAMQPSequence, DescriptorAMQPValue:
-		m.BodyKind = described[code].name
+		m.BodyKind = describedOf(code).name
 		m.BodySections++
 		m.BodyBytes += v.End - v.DescEnd
 	}

@@ -140,12 +140,12 @@ func (d *Decoder) transfer(dir decode.Dir, st *direction, u *decode.Unit, c *Com
 		return s
 	}
 	key := linkKey{u.Channel, t.Handle}
-	link, hasLink := st.link(key)
+	link, quoted, hasLink := st.link(key)
 	s = append(s, " handle="...)
 	s = strconv.AppendUint(s, uint64(t.Handle), 10)
 	if hasLink {
 		s = append(s, " link="...)
-		s = appendQuoted(s, []byte(link))
+		s = append(s, quoted...)
 	}
 	dl := st.deliveries[key]
 	if t.HasDeliveryID {
