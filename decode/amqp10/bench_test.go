@@ -94,12 +94,11 @@ func BenchmarkDecoderSmallTransfers(b *testing.B) {
 	}
 }
 
-// BenchmarkDecoderSmallTransfersWithID is the corpus's amqp10-small
-// shape: single-frame transfers on an attached link, each message with a
-// header, properties carrying a message-id, and 16 bytes of data.
-func BenchmarkDecoderSmallTransfersWithID(b *testing.B) {
-	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
-	d.Feed(decode.DirF, AppendFrame(nil, 0, 0, AppendComposite(nil, DescriptorAttach, AppendString(nil, "sender-link-0123456789"), AppendUint(nil, 0), AppendBool(nil, false))), time.Time{})
+// smallTransfers attaches a link named link on d and returns 64 transfers
+// on it, each message with a header, properties carrying a message-id,
+// and 16 bytes of data.
+func smallTransfers(d decode.Decoder, link string) []byte {
+	d.Feed(decode.DirF, AppendFrame(nil, 0, 0, AppendComposite(nil, DescriptorAttach, AppendString(nil, link), AppendUint(nil, 0), AppendBool(nil, false))), time.Time{})
 	var stream []byte
 	for i := 0; i < 64; i++ {
 		msg := AppendDescribed(nil, DescriptorHeader, AppendList(nil, AppendBool(nil, true)))
@@ -107,6 +106,15 @@ func BenchmarkDecoderSmallTransfersWithID(b *testing.B) {
 		msg = append(msg, AppendDescribed(nil, DescriptorData, AppendBinary(nil, make([]byte, 16)))...)
 		stream = append(stream, transferFrame(0, 0, uint32(i), false, msg)...)
 	}
+	return stream
+}
+
+// BenchmarkDecoderSmallTransfersWithID is the corpus's amqp10-small
+// shape: single-frame transfers on an attached link, each message with a
+// header, properties carrying a message-id, and 16 bytes of data.
+func BenchmarkDecoderSmallTransfersWithID(b *testing.B) {
+	d := New(&decode.Conn{ID: 1}, nil, func(*decode.Unit) {})
+	stream := smallTransfers(d, "sender-link-0123456789")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
 	for b.Loop() {
@@ -124,14 +132,7 @@ func BenchmarkDecoderSmallTransfersRead(b *testing.B) {
 	opt.StableInput, opt.Transient, opt.FieldsSeldom, opt.LateSummaries = true, true, true, true
 	units := 0
 	d := New(&decode.Conn{ID: 1}, opt, func(*decode.Unit) { units++ })
-	d.Feed(decode.DirF, AppendFrame(nil, 0, 0, AppendComposite(nil, DescriptorAttach, AppendString(nil, "hGxXoqPQ5ewkqT6-QxmAlRMKPY8Ia0bXp-EWPOpSjVL0ggVisgRpGg"), AppendUint(nil, 0), AppendBool(nil, false))), time.Time{})
-	var stream []byte
-	for i := 0; i < 64; i++ {
-		msg := AppendDescribed(nil, DescriptorHeader, AppendList(nil, AppendBool(nil, true)))
-		msg = append(msg, AppendDescribed(nil, DescriptorProperties, AppendList(nil, AppendString(nil, "m-"+strconv.Itoa(1000+i))))...)
-		msg = append(msg, AppendDescribed(nil, DescriptorData, AppendBinary(nil, make([]byte, 16)))...)
-		stream = append(stream, transferFrame(0, 0, uint32(i), false, msg)...)
-	}
+	stream := smallTransfers(d, "hGxXoqPQ5ewkqT6-QxmAlRMKPY8Ia0bXp-EWPOpSjVL0ggVisgRpGg")
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
 	units = 0
