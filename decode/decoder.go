@@ -76,8 +76,9 @@ type Options struct {
 	// LateSummaries has decoders leave to be made later the summaries
 	// that depend on nothing but a unit's own bytes (AMQP 0-9-1 methods
 	// outside the connection class: their summary is then
-	// amqp091.SummaryLater; AMQP 1.0 messages that came whole in their
-	// bytes, parsed, checked and summarised by an amqp10.Completer), so
+	// amqp091.SummaryLater; AMQP 1.0 messages whose bytes are at hand,
+	// not read in their pieces, then parsed, checked and summarised by
+	// an amqp10.Completer), so
 	// that they can be made on another goroutine than the decoding one
 	// (pipeline.Config.Staged does, and fills them in before a unit
 	// reaches anything that reads it).

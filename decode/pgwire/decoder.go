@@ -673,8 +673,8 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 	switch {
 	case dir == decode.DirB && typ == TypeDataRow:
 		// The busiest messages (a SELECT's rows, a COPY's data) are
-		// named, checked and summarised here, as below but without the
-		// way through the other types' cases.
+		// named, checked and summarised here, without the way through
+		// the other types' cases; summarize words them alike.
 		u.Type = nameDataRow
 		checkRow(u, body)
 		u.Summary = dataRowSummary(u.Type, body)
@@ -689,13 +689,11 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 		switch typ {
 		case TypePassword:
 			d.password(u)
-		case TypeCopyData:
-			if d.copyBoth {
-				if n := replicationName(body, true); n != "" {
-					u.Summary = "CopyData: " + n
-					u.Dissect = dissectReplication
-					return u
-				}
+		case TypeCopyData: // in replication (copyBoth): the others are above
+			if n := replicationName(body, true); n != "" {
+				u.Summary = "CopyData: " + n
+				u.Dissect = dissectReplication
+				return u
 			}
 		}
 	} else {
@@ -710,19 +708,15 @@ func (d *Decoder) messageOf(dir decode.Dir, raw []byte, pos int64, t time.Time, 
 			if (m.Code == AuthSASLContinue || m.Code == AuthSASLFinal || m.Code == AuthGSSContinue) && len(raw) > 9 {
 				d.secret(u, 9, len(raw))
 			}
-		case TypeDataRow:
-			checkRow(u, body)
 		case TypeCopyBothResponse:
 			d.copyBoth = true
 		case TypeReadyForQuery:
 			d.copyBoth = false
-		case TypeCopyData:
-			if d.copyBoth {
-				if n := replicationName(body, false); n != "" {
-					u.Summary = "CopyData: " + n
-					u.Dissect = dissectReplication
-					return u
-				}
+		case TypeCopyData: // in replication, as above
+			if n := replicationName(body, false); n != "" {
+				u.Summary = "CopyData: " + n
+				u.Dissect = dissectReplication
+				return u
 			}
 		}
 	}
