@@ -33,6 +33,20 @@ func newTestDecoder(opt *decode.Options) (decode.Decoder, *recorder) {
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// checkSummaries fails t unless r has as many units as want has
+// summaries, each unit's the one at its place.
+func checkSummaries(t *testing.T, r *recorder, want []string) {
+	t.Helper()
+	if len(r.units) != len(want) {
+		t.Fatalf("%d units: %v", len(r.units), r.types())
+	}
+	for i, u := range r.units {
+		if u.Summary != want[i] {
+			t.Errorf("unit %d: summary %q, want %q", i+1, u.Summary, want[i])
+		}
+	}
+}
+
 // feedChunks feeds b in pieces of n bytes.
 func feedChunks(d decode.Decoder, dir decode.Dir, b []byte, n int) {
 	for off := 0; off < len(b); off += n {
@@ -111,13 +125,8 @@ func TestDecoderSummaries(t *testing.T) {
 		"Connection.Tune channel-max=2047 frame-max=131072 heartbeat=60",
 		"Heartbeat",
 	}
-	if len(r.units) != len(want) {
-		t.Fatalf("%d units: %v", len(r.units), r.types())
-	}
+	checkSummaries(t, r, want)
 	for i, u := range r.units {
-		if u.Summary != want[i] {
-			t.Errorf("unit %d summary %q, want %q", i, u.Summary, want[i])
-		}
 		if u.Type != "protocol-header" && (!u.HasChannel || u.Channel != binaryChannel(u.Raw)) {
 			t.Errorf("unit %d channel %d", i, u.Channel)
 		}
