@@ -124,7 +124,10 @@ func (m *CompletedMessage) WithSections() *CompletedMessage {
 // Bare returns the bare message's exact bytes.
 func (m *CompletedMessage) Bare() []byte { return m.Message.Bare(m.Bytes) }
 
-// MessageOf returns the message a transfer unit completes, or nil.
+// MessageOf returns the message a transfer unit completes, or nil. A
+// message its decoder left to a [Completer] (Options.LateSummaries) is
+// parsed only once the Completer has had its unit: read it after that,
+// as pipeline.Config.Staged requires.
 func MessageOf(u *decode.Unit) *CompletedMessage {
 	m, _ := u.Ext().(*CompletedMessage)
 	if m != nil && m.pending != nil {
