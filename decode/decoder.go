@@ -90,6 +90,11 @@ type Options struct {
 	// allocations, where a unit kept for long would keep its whole slab
 	// in memory with it.
 	Transient bool
+	// Arena, when set, recycles units and what decoders attach to them
+	// once the caller releases them (see Arena): `read` sets it, and
+	// releases each batch of units once it is written. Decoders take
+	// from it only units that nothing points to once emitted.
+	Arena *Arena
 	// FieldsSeldom says the caller renders few units' field trees (`read`
 	// in text: only a filter asks for them), so that a decoder may keep
 	// less of what only a field tree uses and rebuild it when asked: an

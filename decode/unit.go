@@ -155,6 +155,9 @@ type Unit struct {
 	// hasTime says whether ns holds a time, so that the zero Unit reports the
 	// zero Time. It sits in the small fields' padding and costs nothing.
 	hasTime bool
+	// slab is the number of the Arena slab the unit lies in, zero for a
+	// unit allocated otherwise. Also in the padding.
+	slab uint8
 
 	// notes holds the rarely set annotations; nil for most units.
 	notes *unitNotes

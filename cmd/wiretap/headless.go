@@ -202,6 +202,9 @@ type parallelRender struct {
 	// lists recycles the batches' lists of units, cleared once written
 	// (a list of 4,096 pointers is 32 KiB to zero and scan).
 	lists chan []*decode.Unit
+	// arena, when not nil, is the decoders' (decode.Options.Arena): the
+	// units of a batch are released to it once written.
+	arena *decode.Arena
 }
 
 // A batch is sent when it holds renderBatch units (renderBatchJSON for
@@ -255,9 +258,13 @@ func renderWorkers(format string) int {
 // immutability check and method summaries would otherwise cost the
 // decoding goroutine a tenth of its time on small AMQP 1.0 transfers and
 // on AMQP 0-9-1 fanout.
-func newParallelRender(p *printer, stage func(*decode.Unit)) *parallelRender {
+//
+// arena, when not nil, is the decoders' arena: each batch's units are
+// released to it once written, and nothing may read them after that.
+func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena) *parallelRender {
 	r := &parallelRender{
 		p:     p,
+		arena: arena,
 		jobs:  make(chan *renderJob, renderInFlight),
 		order: make(chan *renderJob, renderInFlight),
 		done:  make(chan struct{}),
@@ -309,6 +316,8 @@ func newParallelRender(p *printer, stage func(*decode.Unit)) *parallelRender {
 			case r.bufs <- j.out[:0]:
 			default:
 			}
+			// Written: nothing reads these units again.
+			r.arena.Release(j.units)
 			clear(j.units) // let go of the units
 			select {
 			case r.lists <- j.units[:0]:

@@ -144,11 +144,15 @@ func runRead(path string, f *decodeFlags) error {
 	var wait func() error
 	var pl *pipeline.Pipeline
 	staged := pr.render != nil
+	var arena *decode.Arena
 	if staged {
 		// What of a unit need not be done by the decoding goroutine is
 		// done by a stage of its own, beside it (pl is set before the
-		// first unit reaches it).
-		r := newParallelRender(pr, func(u *decode.Unit) { pl.Stage(u) })
+		// first unit reaches it). Each batch of units is released to the
+		// decoders' arena once written: the units in flight are then all
+		// the memory units take, and it stays in the caches.
+		arena = decode.NewArena(0)
+		r := newParallelRender(pr, func(u *decode.Unit) { pl.Stage(u) }, arena)
 		sink, wait = r.add, r.close
 	} else {
 		s := newParallelSink(pr.Unit)
@@ -163,6 +167,7 @@ func runRead(path string, f *decodeFlags) error {
 	// more CPU) rebuilding each message's sections.
 	opt.Transient = true
 	opt.FieldsSeldom = f.format == "text"
+	opt.Arena = arena
 	// Nothing is shown before the end of a call: a decoder may leave a
 	// unit's work to finish on another goroutine (a CompressedMessages
 	// inflating while the capture is read on), the order kept.

@@ -50,6 +50,7 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 		d.dirs[i].synced = true
 	}
 	d.acct = d.opt.Budget.NewAccount()
+	d.msgs = decode.SlotsOf[message](d.opt.Arena)
 	return d
 }
 
@@ -91,6 +92,9 @@ type Decoder struct {
 	// constants below, so that many short connections (60k of them in a
 	// hostile capture) do not cost a full slab each.
 	unitsNext, msgNext int
+	// msgs, with an arena, keeps each completing unit's message beside
+	// it, recycled with it.
+	msgs *decode.Slots[message]
 	// md decodes methods of both directions (a method's value is used
 	// before the next is decoded); allocated at the first method frame, as
 	// it weighs 2.5 KB and a hostile capture opens 60k connections that
@@ -195,10 +199,12 @@ type junk struct {
 type assembly struct {
 	method []byte // method payload (class, method, arguments)
 	header []byte // content header payload
-	// methodUnit and headerUnit carry method and header in their Raw.
-	methodUnit, headerUnit *decode.Unit
-	bodySize               uint64
-	got                    uint64
+	// methodRaw and headerRaw are method and header as their units keep
+	// them (in their Raw), for the message; not the units themselves,
+	// which may be gone before the message completes (Options.Arena).
+	methodRaw, headerRaw []byte
+	bodySize             uint64
+	got                  uint64
 	// body is at most MaxMessage bytes of the body, kept as the frames
 	// carried it (large frames' payloads shared with their units); whole
 	// says instead that the body is all in the first body frame, which
@@ -592,11 +598,18 @@ func (d *Decoder) unit(dir decode.Dir, pos int64, raw []byte, t time.Time) *deco
 // unitOf is unit, its bytes copied when own is set (they are to be
 // redacted in place) or when they are not stable (see keep).
 func (d *Decoder) unitOf(dir decode.Dir, pos int64, raw []byte, t time.Time, own bool) *decode.Unit {
-	if d.unitsUsed == len(d.units) {
-		d.units, d.unitsUsed = make([]decode.Unit, nextSlab(&d.unitsNext, d.opt.Slab(unitSlab))), 0
+	var u *decode.Unit
+	if d.opt.Arena != nil {
+		// Nothing points to an AMQP 0-9-1 unit once emitted (an assembly
+		// keeps its frames' payloads, not their units).
+		u = d.opt.Arena.Unit()
+	} else {
+		if d.unitsUsed == len(d.units) {
+			d.units, d.unitsUsed = make([]decode.Unit, nextSlab(&d.unitsNext, d.opt.Slab(unitSlab))), 0
+		}
+		u = &d.units[d.unitsUsed]
+		d.unitsUsed++
 	}
-	u := &d.units[d.unitsUsed]
-	d.unitsUsed++
 	// The slab is fresh (zero): set fields one by one rather than copy a
 	// whole Unit, which costs a bulk write barrier.
 	u.Conn, u.Dir, u.Proto = d.conn, dir, decode.ProtoAMQP091
@@ -846,7 +859,7 @@ func (d *Decoder) methodFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 		} else {
 			a = new(assembly)
 		}
-		a.method, a.methodUnit, a.d, a.dir, a.channel = p, u, d, dir, u.Channel
+		a.method, a.methodRaw, a.d, a.dir, a.channel = p, framePayload(u), d, dir, u.Channel
 		ds.put(u.Channel, a)
 	}
 	if late {
@@ -980,7 +993,7 @@ func (d *Decoder) headerFrame(dir decode.Dir, u *decode.Unit, p []byte) {
 	if a.header != nil {
 		u.Warn("second content header for one message")
 	}
-	a.header, a.headerUnit = p, u
+	a.header, a.headerRaw = p, framePayload(u)
 	a.bodySize = ds.hdr.BodySize
 	if a.bodySize == 0 {
 		d.complete(dir, u, a)
@@ -1076,14 +1089,18 @@ func (d *Decoder) drop(ds *direction, ch uint16) {
 // complete attaches the assembled message to u, the unit that completes it.
 func (d *Decoder) complete(dir decode.Dir, u *decode.Unit, a *assembly) {
 	// Messages are kept by every unit that completes one: slab-allocate
-	// them, and keep the method, header and (single-frame) body as the units
-	// that carry them rather than as slices of their own.
-	if len(d.msgSlab) == 0 {
-		d.msgSlab = make([]message, nextSlab(&d.msgNext, d.opt.Slab(messageSlab)))
+	// them (with an arena, beside their units, recycled with them), and
+	// keep the method, header and (single-frame) body as the units that
+	// carry them rather than as copies of their own.
+	m := d.msgs.Of(u)
+	if m == nil {
+		if len(d.msgSlab) == 0 {
+			d.msgSlab = make([]message, nextSlab(&d.msgNext, d.opt.Slab(messageSlab)))
+		}
+		m = &d.msgSlab[0]
+		d.msgSlab = d.msgSlab[1:]
 	}
-	m := &d.msgSlab[0]
-	d.msgSlab = d.msgSlab[1:]
-	m.method, m.header, m.size, m.cut = framePayload(a.methodUnit), framePayload(a.headerUnit), a.got, a.cut
+	m.method, m.header, m.size, m.cut = a.methodRaw, a.headerRaw, a.got, a.cut
 	m.bodyInUnit = a.whole
 	if !a.whole && a.body.Len() > 0 {
 		body := a.body // the assembly is recycled below

@@ -345,11 +345,12 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 	case d.take && !own && len(raw) > rawCarved && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
 		// The frame a Feed completed on its own, gathered in the
 		// stream's buffer, which is never used again: taken over.
-		u, cp = new(decode.Unit), d.dirs[dir&1].s.Take()
+		u, cp = d.opt.Arena.Unit(), d.dirs[dir&1].s.Take()
 	case len(raw) > rawCarved:
-		// A unit with bytes of its own is allocated alone, so that it
+		// A unit with bytes of its own is allocated alone (or from the
+		// arena, which keeps it no longer than it is in use), so that it
 		// never holds a neighbour's large bytes in memory, nor they it.
-		u, cp = new(decode.Unit), append([]byte(nil), raw...)
+		u, cp = d.opt.Arena.Unit(), append([]byte(nil), raw...)
 	default:
 		u = d.slabUnit()
 		if cap(d.raw)-len(d.raw) < len(raw) {
@@ -370,6 +371,10 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 
 // slabUnit returns a fresh unit carved from the unit slab.
 func (d *Decoder) slabUnit() *decode.Unit {
+	if d.opt.Arena != nil {
+		// Nothing points to an AMQP 1.0 unit once emitted.
+		return d.opt.Arena.Unit()
+	}
 	if d.unitsUsed == len(d.unitSlab) {
 		d.unitsNext = min(max(2*d.unitsNext, 8), d.opt.Slab(unitSlabMax))
 		d.unitSlab, d.unitsUsed = make([]decode.Unit, d.unitsNext), 0

@@ -601,9 +601,15 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 	// small units may share one. A unit with bytes of its own is allocated
 	// alone, so that it never holds a neighbour's large bytes in memory.
 	var u *decode.Unit
-	if alone {
+	switch {
+	case d.opt.Arena != nil && (len(raw) == 0 || raw[0] != 'z'):
+		// Recycled once written: any unit but a CompressedMessages, which
+		// its messages name as Parent (and the compression keeps while
+		// it inflates). Nothing else points to a unit once emitted.
+		u = d.opt.Arena.Unit()
+	case alone:
 		u = new(decode.Unit)
-	} else {
+	default:
 		if d.unitsUsed == len(d.units) {
 			d.unitsNext = min(max(2*d.unitsNext, 8), 256)
 			d.units, d.unitsUsed = make([]decode.Unit, d.unitsNext), 0

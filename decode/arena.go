@@ -1,0 +1,268 @@
+package decode
+
+import (
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Arena recycles the memory of units, and of what a decoder attaches to
+// a unit (see [Slots]), for a caller that lets go of every unit soon after
+// its sink has it and says when ([Arena.Release]): `read`, whose units are
+// garbage once printed. Without it every unit is fresh memory: read's
+// heap cycles through a hundred megabytes or more between collections,
+// so that each unit is written to memory no cache holds, after the
+// allocator zeroed it there. With it, the units in flight between the
+// decoder and the writer, some tens of thousands, are all the memory
+// units take, and it stays in the caches.
+//
+// Units are handed out in slabs; a slab is reused once
+// the decoder has moved on from it and every unit of it was released.
+// A released unit must not be read again, by anyone: so a decoder takes
+// from the arena only units that nothing else points to once they are
+// emitted (not a container that its nested units name as Parent) and
+// keeps no pointer to one after emitting it (it keeps the bytes instead).
+//
+// [Arena.Unit] and [Slots.Of] belong to the goroutine that decodes;
+// [Arena.Release] may be called from any goroutine once whatever read
+// the units is done with them (a channel between them orders it). Up to arenaSlabs slabs are recycled; past them (units
+// never released, or more in flight than that) units are allocated as
+// without an arena, and the garbage collector takes them.
+type Arena struct {
+	// The decoding goroutine's.
+	cur  *arenaSlab
+	used int // units of cur handed out
+	made int // slabs numbered
+	size int // units a slab holds
+	// reused counts the slabs opened again after their release.
+	reused int
+	// slabs holds the numbered slabs by Unit.slab-1. An entry is written
+	// before any unit of its slab is handed out, and never again.
+	slabs [arenaSlabs]*arenaSlab
+
+	mu   sync.Mutex
+	free []*arenaSlab // released slabs, the last released last
+
+	slotsMu sync.Mutex
+	slots   map[reflect.Type]any
+	// clears holds each Slots' clear, for Release: replaced, never
+	// changed, when a Slots is made.
+	clears atomic.Pointer[[]func(n uint8, i int)]
+}
+
+const (
+	// arenaSlabUnits is how many units a slab holds by default (64 KiB).
+	arenaSlabUnits = 512
+	// arenaSlabs is how many slabs an arena numbers and recycles: Unit
+	// keeps its slab's number in a byte. `read` keeps some 40,000 units
+	// in flight at most (80 default slabs).
+	arenaSlabs = 255
+	// arenaOpen is a slab's count while its units are being handed out:
+	// releases take it down, the count handed out is added at the end.
+	arenaOpen = 1 << 40
+)
+
+type arenaSlab struct {
+	units []Unit
+	// refs is arenaOpen minus the units released while the slab is the
+	// current one; then the units handed out and not yet released. It
+	// reaches zero once, when the slab is free.
+	refs atomic.Int64
+	num  uint8 // 1-based; 0 for a slab the arena does not recycle
+}
+
+// unitSize is the size of a Unit, the stride of a slab.
+const unitSize = unsafe.Sizeof(Unit{})
+
+// index returns u's index in s, or -1 when u does not lie in s (a copy
+// of a unit of s carries its slab number but lies elsewhere).
+func (s *arenaSlab) index(u *Unit) int {
+	off := uintptr(unsafe.Pointer(u)) - uintptr(unsafe.Pointer(&s.units[0]))
+	if off >= uintptr(len(s.units))*unitSize {
+		return -1
+	}
+	return int(off / unitSize)
+}
+
+// NewArena returns an empty arena whose slabs hold slabUnits units
+// each; 0 means 512 (64 KiB). Smaller slabs are reused sooner, larger
+// ones cost fewer hand-overs.
+func NewArena(slabUnits int) *Arena {
+	if slabUnits <= 0 {
+		slabUnits = arenaSlabUnits
+	}
+	return &Arena{size: slabUnits}
+}
+
+// Unit returns a zero unit. A nil arena allocates one.
+func (a *Arena) Unit() *Unit {
+	if a == nil {
+		return new(Unit)
+	}
+	if a.cur == nil || a.used == len(a.cur.units) {
+		a.next()
+	}
+	// Zero: fresh, or cleared when released.
+	u := &a.cur.units[a.used]
+	a.used++
+	u.slab = a.cur.num
+	return u
+}
+
+// next closes the current slab and opens a released one, or a new one.
+func (a *Arena) next() {
+	if s := a.cur; s != nil && s.num != 0 {
+		if s.refs.Add(int64(a.used)-arenaOpen) == 0 {
+			a.put(s)
+		}
+	}
+	a.mu.Lock()
+	var s *arenaSlab
+	if k := len(a.free); k > 0 {
+		// The slab released last: its units are the likeliest to be
+		// still in a cache.
+		s = a.free[k-1]
+		a.free[k-1] = nil
+		a.free = a.free[:k-1]
+		a.reused++
+	}
+	a.mu.Unlock()
+	if s == nil {
+		s = &arenaSlab{units: make([]Unit, a.size)}
+		if a.made < arenaSlabs {
+			a.made++
+			s.num = uint8(a.made)
+			a.slabs[s.num-1] = s
+		}
+	}
+	s.refs.Store(arenaOpen)
+	a.cur, a.used = s, 0
+}
+
+// Slabs returns how many slabs a has made and how many times it opened
+// one again after its release; on the decoding goroutine, or once it is
+// done.
+func (a *Arena) Slabs() (made, reused int) { return a.made, a.reused }
+
+func (a *Arena) put(s *arenaSlab) {
+	a.mu.Lock()
+	a.free = append(a.free, s)
+	a.mu.Unlock()
+}
+
+// Release says that the units are no longer read by anyone: those the
+// arena handed out are cleared, with their Slots, and reused. Units it
+// did not hand out, and nil ones, are passed over. A unit must be
+// released at most once.
+//
+// A unit is cleared at once, not when its slab is reused: what it
+// points to (its bytes, its message: a megabyte body) is then garbage
+// as it would be without an arena, where a slab that seldom fills (a
+// few units with large bodies) would keep it for the whole run.
+func (a *Arena) Release(units []*Unit) {
+	if a == nil {
+		return
+	}
+	var clears []func(uint8, int)
+	if c := a.clears.Load(); c != nil {
+		clears = *c
+	}
+	// Consecutive units mostly share a slab: one count per run of them.
+	var s *arenaSlab
+	var n int64
+	for _, u := range units {
+		if u == nil || u.slab == 0 {
+			continue
+		}
+		num := u.slab
+		t := a.slabs[num-1]
+		i := t.index(u)
+		if i < 0 {
+			continue
+		}
+		*u = Unit{}
+		for _, c := range clears {
+			c(num, i)
+		}
+		if t != s {
+			a.drop(s, n)
+			s, n = t, 0
+		}
+		n++
+	}
+	a.drop(s, n)
+}
+
+func (a *Arena) drop(s *arenaSlab, n int64) {
+	if s != nil && s.refs.Add(-n) == 0 {
+		a.put(s)
+	}
+}
+
+// Slots keeps one T beside each unit an arena hands out, recycled with
+// it: what a decoder attaches to the unit (an AMQP 0-9-1 decoder's
+// assembled message) and that nothing but the unit refers to. Every
+// decoder of an arena that asks for a type's Slots (SlotsOf) gets the
+// same.
+type Slots[T any] struct {
+	a *Arena
+	// by holds slab n's Ts, made when the first is asked for; Release
+	// may look while a unit of the slab is still being decoded.
+	by [arenaSlabs]atomic.Pointer[[]T]
+}
+
+// SlotsOf returns a's Slots of T; nil for a nil arena.
+func SlotsOf[T any](a *Arena) *Slots[T] {
+	if a == nil {
+		return nil
+	}
+	a.slotsMu.Lock()
+	defer a.slotsMu.Unlock()
+	t := reflect.TypeFor[T]()
+	if s, ok := a.slots[t].(*Slots[T]); ok {
+		return s
+	}
+	if a.slots == nil {
+		a.slots = make(map[reflect.Type]any)
+	}
+	s := &Slots[T]{a: a}
+	a.slots[t] = s
+	var clears []func(uint8, int)
+	if c := a.clears.Load(); c != nil {
+		clears = append(clears, *c...)
+	}
+	clears = append(clears, s.clear)
+	a.clears.Store(&clears)
+	return s
+}
+
+// clear zeroes the T of unit i of slab n, if there is one.
+func (s *Slots[T]) clear(n uint8, i int) {
+	if by := s.by[n-1].Load(); by != nil {
+		var zero T
+		(*by)[i] = zero
+	}
+}
+
+// Of returns u's T, zero (fresh, or cleared when its last unit was
+// released), or nil when u is not a unit the arena recycles (or s is
+// nil): the caller then allocates its T as without an arena. Call it
+// on the goroutine that decodes; the T is valid as long as u is.
+func (s *Slots[T]) Of(u *Unit) *T {
+	if s == nil || u.slab == 0 {
+		return nil
+	}
+	n := u.slab - 1
+	i := s.a.slabs[n].index(u)
+	if i < 0 {
+		return nil
+	}
+	by := s.by[n].Load()
+	if by == nil {
+		ts := make([]T, s.a.size)
+		by = &ts
+		s.by[n].Store(by)
+	}
+	return &(*by)[i]
+}
