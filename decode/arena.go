@@ -30,19 +30,31 @@ import (
 // never released, or more in flight than that) units are allocated as
 // without an arena, and the garbage collector takes them.
 type Arena struct {
+	// Poison, for tests, has the buffers released units owned (see Own)
+	// overwritten when they are pooled: whatever still reads one then
+	// reads garbage, not bytes that may happen to be the same. Set it
+	// before the first unit.
+	Poison bool
+
 	// The decoding goroutine's.
 	cur  *arenaSlab
 	used int // units of cur handed out
 	made int // slabs numbered
 	size int // units a slab holds
-	// reused counts the slabs opened again after their release.
-	reused int
+	// reused counts the slabs opened again after their release,
+	// bytesReused the pooled buffers Bytes gave out.
+	reused, bytesReused int
 	// slabs holds the numbered slabs by Unit.slab-1. An entry is written
 	// before any unit of its slab is handed out, and never again.
 	slabs [arenaSlabs]*arenaSlab
 
 	mu   sync.Mutex
 	free []*arenaSlab // released slabs, the last released last
+
+	// owned holds the buffers units own alone (Own), pooled for Bytes
+	// once their unit is released.
+	owned Slots[[]byte]
+	pool  bytePool
 
 	slotsMu sync.Mutex
 	slots   map[reflect.Type]any
@@ -92,7 +104,37 @@ func NewArena(slabUnits int) *Arena {
 	if slabUnits <= 0 {
 		slabUnits = arenaSlabUnits
 	}
-	return &Arena{size: slabUnits}
+	a := &Arena{size: slabUnits}
+	a.owned.a = a
+	return a
+}
+
+// Bytes returns an empty buffer with room for n bytes: one a released
+// unit owned (see Own) when one is pooled, a new one otherwise. A nil
+// arena, or a small n, allocates.
+func (a *Arena) Bytes(n int) []byte {
+	if a == nil || n < poolMin {
+		return make([]byte, 0, n)
+	}
+	if b := a.pool.get(n); b != nil {
+		a.bytesReused++
+		return b
+	}
+	return make([]byte, 0, n)
+}
+
+// Own says that u alone reads b's array (its Raw, gathered in a buffer
+// from Bytes or made for it): nothing else refers to it, and once u is
+// released nobody does. The array is then pooled for Bytes. A unit the
+// arena did not hand out, and a small b, are passed over. Call it on
+// the goroutine that decodes, at most once for a unit.
+func (a *Arena) Own(u *Unit, b []byte) {
+	if a == nil || cap(b) < poolMin {
+		return
+	}
+	if p := a.owned.Of(u); p != nil {
+		*p = b[:0]
+	}
 }
 
 // Unit returns a zero unit. A nil arena allocates one.
@@ -140,10 +182,20 @@ func (a *Arena) next() {
 	a.cur, a.used = s, 0
 }
 
-// Slabs returns how many slabs a has made and how many times it opened
-// one again after its release; on the decoding goroutine, or once it is
-// done.
-func (a *Arena) Slabs() (made, reused int) { return a.made, a.reused }
+// ArenaStats says how much an arena recycled.
+type ArenaStats struct {
+	// Slabs is how many slabs of units it made, Reused how many times
+	// it opened one again after its release.
+	Slabs, Reused int
+	// BytesReused is how many buffers Bytes gave out again.
+	BytesReused int
+}
+
+// Stats returns what a recycled so far; on the decoding goroutine, or
+// once it is done.
+func (a *Arena) Stats() ArenaStats {
+	return ArenaStats{Slabs: a.made, Reused: a.reused, BytesReused: a.bytesReused}
+}
 
 func (a *Arena) put(s *arenaSlab) {
 	a.mu.Lock()
@@ -182,6 +234,18 @@ func (a *Arena) Release(units []*Unit) {
 			continue
 		}
 		*u = Unit{}
+		if by := a.owned.by[num-1].Load(); by != nil {
+			if b := (*by)[i]; b != nil {
+				(*by)[i] = nil
+				if a.Poison {
+					b = b[:cap(b)]
+					for k := range b {
+						b[k] = 0xdb
+					}
+				}
+				a.pool.put(b)
+			}
+		}
 		for _, c := range clears {
 			c(num, i)
 		}
@@ -265,4 +329,48 @@ func (s *Slots[T]) Of(u *Unit) *T {
 		s.by[n].Store(by)
 	}
 	return &(*by)[i]
+}
+
+// bytePool keeps the buffers released units owned, for Bytes: the last
+// put first, up to poolBytes of them.
+type bytePool struct {
+	mu    sync.Mutex
+	bufs  [][]byte
+	bytes int
+}
+
+const (
+	// poolMin is the smallest buffer pooled: smaller ones cost less to
+	// allocate than to keep.
+	poolMin = 4 << 10
+	// poolBytes bounds what the pool keeps.
+	poolBytes = 16 << 20
+	// poolProbes is how many of the latest buffers get looks at.
+	poolProbes = 8
+)
+
+func (p *bytePool) put(b []byte) {
+	p.mu.Lock()
+	if p.bytes+cap(b) <= poolBytes {
+		p.bufs = append(p.bufs, b[:0])
+		p.bytes += cap(b)
+	}
+	p.mu.Unlock()
+}
+
+// get returns a pooled buffer with room for n bytes, or nil.
+func (p *bytePool) get(n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.bufs) - 1; i >= 0 && i >= len(p.bufs)-poolProbes; i-- {
+		if b := p.bufs[i]; cap(b) >= n {
+			last := len(p.bufs) - 1
+			p.bufs[i] = p.bufs[last]
+			p.bufs[last] = nil
+			p.bufs = p.bufs[:last]
+			p.bytes -= cap(b)
+			return b
+		}
+	}
+	return nil
 }

@@ -264,3 +264,51 @@ func BenchmarkArenaUnit(b *testing.B) {
 		}
 	})
 }
+
+func TestArenaBytes(t *testing.T) {
+	a := NewArena(2)
+	if b := a.Bytes(100); cap(b) < 100 || len(b) != 0 {
+		t.Fatal("Bytes: no room")
+	}
+	us := take(a, 2)
+	big := make([]byte, 10000)
+	small := make([]byte, 100)
+	a.Own(us[0], big)
+	a.Own(us[1], small) // too small to be pooled
+	a.Own(&Unit{}, big) // not the arena's: passed over
+	if b := a.Bytes(5000); &b[:1][0] == &big[0] {
+		t.Fatal("a buffer pooled before its unit was released")
+	}
+	a.Poison = true
+	a.Release(us)
+	if big[0] != 0xdb || big[len(big)-1] != 0xdb || small[0] != 0 {
+		t.Fatal("Poison: the released unit's buffer not overwritten (or the small one was)")
+	}
+	if b := a.Bytes(20000); cap(b) >= 10000 && &b[:1][0] == &big[0] {
+		t.Fatal("Bytes gave a buffer smaller than asked")
+	}
+	b := a.Bytes(8000)
+	if len(b) != 0 || cap(b) != 10000 || &b[:1][0] != &big[0] {
+		t.Fatal("Bytes did not give the pooled buffer")
+	}
+	if c := a.Bytes(8000); cap(c) == 10000 && &c[:1][0] == &big[0] {
+		t.Fatal("a pooled buffer given out twice")
+	}
+	if st := a.Stats(); st.BytesReused != 1 {
+		t.Fatalf("Stats: %d buffers reused, want 1", st.BytesReused)
+	}
+	var nilArena *Arena
+	nilArena.Own(us[0], big)
+	if b := nilArena.Bytes(10); cap(b) < 10 {
+		t.Fatal("a nil arena's Bytes")
+	}
+	// The pool keeps at most poolBytes.
+	for range 2 * poolBytes / 10000 {
+		u := a.Unit()
+		a.Own(u, make([]byte, 10000))
+		a.Release([]*Unit{u})
+	}
+	if a.pool.bytes > poolBytes {
+		t.Fatalf("the pool keeps %d bytes", a.pool.bytes)
+	}
+}

@@ -25,6 +25,10 @@ type Stream struct {
 	// want is the size of the unit the buffered bytes begin, when the
 	// decoder said it since the last Push (0: not known).
 	want int
+	// Arena, when set, gives the buffers a unit is gathered in (see
+	// Arena.Bytes): those of units released, when their decoder said
+	// they owned them (Arena.Own), instead of fresh memory.
+	Arena *Arena
 }
 
 // Reserve charges n bytes, what the stream is about to keep (or the size
@@ -51,7 +55,7 @@ func (s *Stream) Push(data []byte) []byte {
 	// then held: a unit's claimed size allocates nothing before its
 	// bytes come.
 	if n := len(s.buf) + len(data); n > cap(s.buf) && want >= n && want <= 2*n {
-		s.buf = append(make([]byte, 0, want), s.buf...)
+		s.buf = append(s.Arena.Bytes(want), s.buf...)
 	}
 	s.buf = append(s.buf, data...)
 	return s.buf
@@ -106,6 +110,11 @@ func (s *Stream) Keep(consumed int, tail []byte) {
 		n := copy(s.buf, tail)
 		s.buf = s.buf[:n]
 		return
+	}
+	if s.Arena != nil && len(tail) > cap(s.buf) {
+		// After a Take, or grown past the buffer: a pooled buffer, when
+		// there is one, likely has room for the unit tail begins.
+		s.buf = s.Arena.Bytes(len(tail))
 	}
 	s.buf = append(s.buf[:0], tail...)
 }

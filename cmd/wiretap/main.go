@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
@@ -133,6 +134,9 @@ With no command, wiretap starts its embedded RabbitMQ-compatible broker on
 		}
 		if memProfile != "" {
 			if fh, err := os.Create(memProfile); err == nil {
+				// The profile shows the heap as of the last collection:
+				// one now, so that it counts every allocation.
+				runtime.GC()
 				pprof.WriteHeapProfile(fh)
 				fh.Close()
 			}

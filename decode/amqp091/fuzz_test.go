@@ -126,6 +126,12 @@ func FuzzDecoder(f *testing.F) {
 		if err := stablecheck.Check(New, transient, calls); err != nil {
 			t.Fatal(err)
 		}
+		// And with units recycled once released (decode.Arena).
+		recycled := transient
+		recycled.Arena = decode.NewArena(0)
+		if err := stablecheck.Check(New, recycled, calls); err != nil {
+			t.Fatal(err)
+		}
 		// Summaries left to the Summarizer come out as the decoder makes them.
 		late := *opt
 		late.LateSummaries = true

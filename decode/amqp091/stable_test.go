@@ -21,10 +21,17 @@ func TestStableInput(t *testing.T) {
 	transient := opt
 	transient.Transient, transient.FieldsSeldom = true, true
 	stablecheck.Captures(t, New, transient, 4<<20, "../../testdata/*.pcap*", "../../testdata/corpus/amqp091-large.pcapng")
+	// And with its units recycled once released (decode.Arena): nothing
+	// reads a unit, nor its message, after that.
+	arena := transient
+	arena.Arena = decode.NewArena(0)
+	stablecheck.Captures(t, New, arena, 4<<20, "../../testdata/*.pcap*", "../../testdata/corpus/amqp091-large.pcapng")
 	client, server := conversation(3, 300<<10, 128<<10)
 	for _, chunk := range []int{7, 1000, 65536} {
-		if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{client, server}, chunk, true, 1)); err != nil {
-			t.Fatal(err)
+		for _, o := range []decode.Options{opt, arena} {
+			if err := stablecheck.Check(New, o, stablecheck.Split([2][]byte{client, server}, chunk, true, 1)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	opt.MaxMessage = 1 << 12 // bodies cut

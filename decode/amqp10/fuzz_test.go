@@ -102,6 +102,12 @@ func FuzzDecoder(f *testing.F) {
 		if err := stablecheck.Check(New, transient, calls); err != nil {
 			t.Fatal(err)
 		}
+		// And with units recycled once released (decode.Arena).
+		recycled := transient
+		recycled.Arena = decode.NewArena(0)
+		if err := stablecheck.Check(New, recycled, calls); err != nil {
+			t.Fatal(err)
+		}
 		// And with the messages left to a Completer, as `read`'s stage
 		// finishes them: the same summaries, ids, warnings and verdicts.
 		late := transient

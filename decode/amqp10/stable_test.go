@@ -22,13 +22,20 @@ func TestStableInput(t *testing.T) {
 	transient := opt
 	transient.Transient, transient.FieldsSeldom = true, true
 	stablecheck.Captures(t, New, transient, 4<<20, "../../testdata/*.pcap*")
+	// And with its units recycled once released (decode.Arena): nothing
+	// reads a unit after that.
+	arena := transient
+	arena.Arena = decode.NewArena(0)
+	stablecheck.Captures(t, New, arena, 4<<20, "../../testdata/*.pcap*")
 	hdr := []byte("AMQP\x00\x01\x00\x00")
 	sasl := append(append([]byte("AMQP\x03\x01\x00\x00"), protonSASLInit...), hdr...)
 	for _, per := range []int{100, 4000, 70000} {
 		stream := append(append([]byte(nil), sasl...), transfersOf(benchMessage(256<<10), per)...)
 		for _, chunk := range []int{7, 1460, 65536} {
-			if err := stablecheck.Check(New, opt, stablecheck.Split([2][]byte{stream, rabbitSASLMechanisms}, chunk, true, uint64(per))); err != nil {
-				t.Fatal(err)
+			for _, o := range []decode.Options{opt, arena} {
+				if err := stablecheck.Check(New, o, stablecheck.Split([2][]byte{stream, rabbitSASLMechanisms}, chunk, true, uint64(per))); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

@@ -131,6 +131,9 @@ func New(c *decode.Conn, opt *decode.Options, emit decode.Emit) decode.Decoder {
 		d.opt.MaxDecompressed = def.MaxDecompressed
 	}
 	d.dir[decode.DirF].mode = modeUntyped
+	// A message gathered across segments is gathered in a buffer that
+	// an earlier one, released, owned (see unitOf).
+	d.dir[decode.DirF].s.Arena, d.dir[decode.DirB].s.Arena = d.opt.Arena, d.opt.Arena
 	d.comp.dec = d
 	d.acct = d.opt.Budget.NewAccount()
 	return d
@@ -583,7 +586,7 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 	case parent == nil && !copied && d.take && len(raw) > 2048 && len(raw) == len(d.in) && &raw[0] == &d.in[0]:
 		cp, alone = d.dir[dir&1].s.Take(), true
 	case len(raw) > 2048:
-		cp, alone = append([]byte(nil), raw...), true
+		cp, alone = append(d.opt.Arena.Bytes(len(raw)), raw...), true
 	default:
 		if cap(d.slab)-len(d.slab) < len(raw) {
 			// From 2 KiB doubling to 32 KiB: many short connections must
@@ -607,6 +610,12 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 		// its messages name as Parent (and the compression keeps while
 		// it inflates). Nothing else points to a unit once emitted.
 		u = d.opt.Arena.Unit()
+		if alone {
+			// Its bytes are its alone: nothing the decoder keeps, nor
+			// another unit, refers to them. Once it is released they
+			// are pooled for the next message gathered.
+			d.opt.Arena.Own(u, cp)
+		}
 	case alone:
 		u = new(decode.Unit)
 	default:

@@ -58,6 +58,12 @@ func exercise(t *testing.T, dir decode.Dir, prefix, data []byte, split int) {
 	if err := stablecheck.Check(pgwire.New, transient, calls); err != nil {
 		t.Fatal(err)
 	}
+	// And with units, and large messages' buffers, recycled once
+	// released (decode.Arena).
+	transient.Arena = decode.NewArena(0)
+	if err := stablecheck.Check(pgwire.New, transient, calls); err != nil {
+		t.Fatal(err)
+	}
 	var line []byte
 	// findcheck.Check looks up every field name on a unit: on inputs that
 	// inflate to thousands of units, a spread of them is checked.

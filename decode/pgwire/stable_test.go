@@ -33,12 +33,36 @@ func TestStableInput(t *testing.T) {
 	deferred := transient
 	deferred.Defer = new(decode.Deferred)
 	stablecheck.Captures(t, pgwire.New, deferred, 4<<20, "../../testdata/*.pcap*", "../../testdata/hostile/pgsql-datarow-count.pcapng")
+	// And with its units recycled once released, and the buffers of
+	// large messages with them (decode.Arena): nothing reads a unit, nor
+	// its bytes, after that.
+	arena := deferred
+	arena.Arena = decode.NewArena(0)
+	stablecheck.Captures(t, pgwire.New, arena, 4<<20, "../../testdata/*.pcap*", "../../testdata/hostile/pgsql-datarow-count.pcapng")
 	for _, s := range backendSeeds() {
 		for _, chunk := range []int{3, 100, 1460} {
-			for _, o := range []decode.Options{opt, transient, deferred} {
+			for _, o := range []decode.Options{opt, transient, deferred, arena} {
 				if err := stablecheck.Check(pgwire.New, o, stablecheck.Split([2][]byte{startupSeed, s}, chunk, true, uint64(chunk))); err != nil {
 					t.Fatal(err)
 				}
+			}
+		}
+	}
+	// Rows of 5 to 64 KiB, each unlike the others, gathered across calls:
+	// with an arena, each gathered in the buffer of a larger one released
+	// before (poisoned then), the same units.
+	var rows []byte
+	for i := range 40 {
+		col := make([]byte, 5000+(i*7919)%60000)
+		for k := range col {
+			col[k] = byte('a' + (i+k)%26)
+		}
+		rows = (&pgwire.DataRow{Values: [][]byte{col}}).Encode(rows)
+	}
+	for _, chunk := range []int{1460, 16384, 65536} {
+		for _, o := range []decode.Options{transient, arena} {
+			if err := stablecheck.Check(pgwire.New, o, stablecheck.Split([2][]byte{startupSeed, rows}, chunk, true, uint64(chunk))); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}

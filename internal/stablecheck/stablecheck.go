@@ -53,15 +53,21 @@ func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
 }
 
 // Check decodes calls with a decoder fac builds, twice: as given, with
-// opt less StableInput, Transient, FieldsSeldom and Defer; and with opt
+// opt less StableInput, Transient, FieldsSeldom, Defer and Arena; and with opt
 // and StableInput set (the others too when the caller set them, as
 // `read` does; a Defer of its own, settled as the pipeline does, when
 // opt has one), the calls' bytes copied into memory that cannot be
 // written (a write kills the process: a decoder must not write to its
-// input). It returns the first difference in the units.
+// input). With an Arena in opt, the second run has one of its own,
+// whose slabs hold four units, and renders and releases each unit as it
+// is emitted (read's writer may release a unit while the decoder is
+// still in the call that emitted it): a unit, or bytes it owned, that
+// the decoder reads or writes after that is cleared, poisoned or reused
+// by then, and what is rendered after differs (see decode.Arena). It returns the
+// first difference in the units.
 func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	plain := opt
-	plain.StableInput, plain.Transient, plain.FieldsSeldom, plain.Defer = false, false, false, nil
+	plain.StableInput, plain.Transient, plain.FieldsSeldom, plain.Defer, plain.Arena = false, false, false, nil, nil
 	want := run(fac, &plain, calls)
 	n := 0
 	for _, c := range calls {
@@ -75,11 +81,11 @@ func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	opt.StableInput = true
 	got := run(fac, &opt, mem.calls)
 	if len(got) != len(want) {
-		return fmt.Errorf("stablecheck: %d units with StableInput (transient %v, fields seldom %v), %d without", len(got), opt.Transient, opt.FieldsSeldom, len(want))
+		return fmt.Errorf("stablecheck: %d units with StableInput (transient %v, fields seldom %v, arena %v), %d without", len(got), opt.Transient, opt.FieldsSeldom, opt.Arena != nil, len(want))
 	}
 	for i := range got {
 		if !bytes.Equal(got[i], want[i]) {
-			return fmt.Errorf("stablecheck: unit %d differs with StableInput (transient %v, fields seldom %v):\n%s\nwithout:\n%s", i, opt.Transient, opt.FieldsSeldom, got[i], want[i])
+			return fmt.Errorf("stablecheck: unit %d differs with StableInput (transient %v, fields seldom %v, arena %v):\n%s\nwithout:\n%s", i, opt.Transient, opt.FieldsSeldom, opt.Arena != nil, got[i], want[i])
 		}
 	}
 	return nil
@@ -183,35 +189,60 @@ func Replay(d decode.Decoder, calls []Call) {
 }
 
 // run decodes calls and renders every unit once all are decoded (a unit
-// that keeps the input's bytes must find them as they were).
+// that keeps the input's bytes must find them as they were); with an
+// arena, as each is emitted, releasing it at once.
 func run(fac decode.Factory, opt *decode.Options, calls []Call) [][]byte {
 	var units []*decode.Unit
-	if opt.Defer != nil {
+	if opt.Defer != nil || opt.Arena != nil {
 		o := *opt
-		o.Defer = new(decode.Deferred)
+		if o.Defer != nil {
+			o.Defer = new(decode.Deferred)
+		}
+		if o.Arena != nil {
+			o.Arena = decode.NewArena(4)
+			o.Arena.Poison = true
+		}
 		opt = &o
 	}
+	var out [][]byte
+	var first time.Time
+	release := make([]*decode.Unit, 1)
 	d := fac(&decode.Conn{ID: 1}, opt, func(u *decode.Unit) {
 		opt.Defer.Settle() // as the pipeline does before numbering
-		units = append(units, u)
+		if opt.Arena == nil {
+			units = append(units, u)
+			return
+		}
+		if len(out) == 0 {
+			first = u.Time()
+		}
+		out = append(out, render(u, first))
+		release[0] = u
+		opt.Arena.Release(release)
 	})
 	Replay(d, calls)
 	opt.Defer.Settle()
-	out := make([][]byte, len(units))
-	var first time.Time
+	if opt.Arena != nil {
+		return out
+	}
+	out = make([][]byte, len(units))
 	if len(units) > 0 {
 		first = units[0].Time()
 	}
 	for i, u := range units {
-		// The text line, and the JSON object with the raw bytes in hex,
-		// its fields rendered from them (as the tree would be: the
-		// protocols' tests hold the two equal), its message and its
-		// parent's number.
-		b := output.AppendText(nil, u, first)
-		b = output.AppendJSON(b, u, output.JSONOptions{Raw: true})
-		out[i] = append(b, '\n')
+		out[i] = render(u, first)
 	}
 	return out
+}
+
+// render is a unit as Check compares it: the text line, and the JSON
+// object with the raw bytes in hex, its fields rendered from them (as
+// the tree would be: the protocols' tests hold the two equal), its
+// message and its parent's number.
+func render(u *decode.Unit, first time.Time) []byte {
+	b := output.AppendText(nil, u, first)
+	b = output.AppendJSON(b, u, output.JSONOptions{Raw: true})
+	return append(b, '\n')
 }
 
 // Captures runs Check on every connection of the captures the globs name
