@@ -58,9 +58,9 @@ type Arena struct {
 
 	slotsMu sync.Mutex
 	slots   map[reflect.Type]any
-	// clears holds each Slots' clear, for Release: replaced, never
-	// changed, when a Slots is made.
-	clears atomic.Pointer[[]func(n uint8, i int)]
+	// clears holds every Slots, for Release: replaced, never changed,
+	// when a Slots is made.
+	clears atomic.Pointer[[]slotClearer]
 }
 
 const (
@@ -216,50 +216,63 @@ func (a *Arena) Release(units []*Unit) {
 	if a == nil {
 		return
 	}
-	var clears []func(uint8, int)
+	var slots []slotClearer
 	if c := a.clears.Load(); c != nil {
-		clears = *c
+		slots = *c
 	}
-	// Consecutive units mostly share a slab: one count per run of them.
-	var s *arenaSlab
-	var n int64
+	// Units follow one another in their slab mostly as they were handed
+	// out: the slots and buffers beside each run of them are seen to at
+	// once, and each slab's count taken down once per run of its units.
+	var s *arenaSlab // the run's slab
+	i0, i1 := 0, 0   // the run: units i0 to i1-1 of s
 	for _, u := range units {
 		if u == nil || u.slab == 0 {
 			continue
 		}
-		num := u.slab
-		t := a.slabs[num-1]
+		t := a.slabs[u.slab-1]
 		i := t.index(u)
 		if i < 0 {
 			continue
 		}
 		*u = Unit{}
-		if by := a.owned.by[num-1].Load(); by != nil {
-			if b := (*by)[i]; b != nil {
-				(*by)[i] = nil
-				if a.Poison {
-					b = b[:cap(b)]
-					for k := range b {
-						b[k] = 0xdb
-					}
-				}
-				a.pool.put(b)
-			}
+		if t == s && i == i1 {
+			i1++
+			continue
 		}
-		for _, c := range clears {
-			c(num, i)
-		}
-		if t != s {
-			a.drop(s, n)
-			s, n = t, 0
-		}
-		n++
+		a.releaseRun(s, i0, i1, slots)
+		s, i0, i1 = t, i, i+1
 	}
-	a.drop(s, n)
+	a.releaseRun(s, i0, i1, slots)
 }
 
-func (a *Arena) drop(s *arenaSlab, n int64) {
-	if s != nil && s.refs.Add(-n) == 0 {
+// releaseRun ends the release of units i to j-1 of slab s: their slots
+// cleared, the buffers they owned pooled, and the slab freed if they
+// were its last.
+func (a *Arena) releaseRun(s *arenaSlab, i, j int, slots []slotClearer) {
+	if s == nil {
+		return
+	}
+	n := s.num - 1
+	for _, c := range slots {
+		c.clearRange(n, i, j)
+	}
+	if by := a.owned.by[n].Load(); by != nil {
+		for k := i; k < j; k++ {
+			b := (*by)[k]
+			if b == nil {
+				continue
+			}
+			(*by)[k] = nil
+			if a.Poison {
+				b = b[:cap(b)]
+				for x := range b {
+					b[x] = 0xdb
+				}
+			}
+			a.pool.put(b)
+		}
+	}
+	if s.refs.Add(-int64(j-i)) == 0 {
 		a.put(s)
 	}
 }
@@ -292,20 +305,25 @@ func SlotsOf[T any](a *Arena) *Slots[T] {
 	}
 	s := &Slots[T]{a: a}
 	a.slots[t] = s
-	var clears []func(uint8, int)
+	var clears []slotClearer
 	if c := a.clears.Load(); c != nil {
 		clears = append(clears, *c...)
 	}
-	clears = append(clears, s.clear)
+	clears = append(clears, s)
 	a.clears.Store(&clears)
 	return s
 }
 
-// clear zeroes the T of unit i of slab n, if there is one.
-func (s *Slots[T]) clear(n uint8, i int) {
-	if by := s.by[n-1].Load(); by != nil {
-		var zero T
-		(*by)[i] = zero
+// slotClearer is a Slots, for Release.
+type slotClearer interface {
+	// clearRange zeroes the slots of units i to j-1 of the slab
+	// numbered n+1, if it has any.
+	clearRange(n uint8, i, j int)
+}
+
+func (s *Slots[T]) clearRange(n uint8, i, j int) {
+	if by := s.by[n].Load(); by != nil {
+		clear((*by)[i:j])
 	}
 }
 
