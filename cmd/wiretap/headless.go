@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -197,7 +198,7 @@ type parallelRender struct {
 	err    error
 	// bufs recycles output buffers: a fresh buffer per batch would cost
 	// more in zeroing than the rendering itself. buf is a new one's size.
-	bufs chan []byte
+	bufs bufStack
 	buf  int
 	// lists recycles the batches' lists of units, cleared once written
 	// (a list of 4,096 pointers is 32 KiB to zero and scan).
@@ -269,7 +270,6 @@ func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena
 		order: make(chan *renderJob, renderInFlight),
 		done:  make(chan struct{}),
 		batch: renderBatch,
-		bufs:  make(chan []byte, 2*renderInFlight+4),
 		lists: make(chan []*decode.Unit, 2*renderInFlight+4),
 	}
 	r.buf = renderBufText
@@ -312,10 +312,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena
 			if r.err == nil {
 				_, r.err = p.out.Write(j.out)
 			}
-			select {
-			case r.bufs <- j.out[:0]:
-			default:
-			}
+			r.bufs.put(j.out[:0], 2*renderInFlight+4)
 			// Written: nothing reads these units again.
 			r.arena.Release(j.units)
 			clear(j.units) // let go of the units
@@ -340,9 +337,7 @@ func (r *parallelRender) add(u *decode.Unit) {
 
 func (r *parallelRender) send() {
 	var out []byte
-	select {
-	case out = <-r.bufs:
-	default:
+	if out = r.bufs.get(); out == nil {
 		out = make([]byte, 0, r.buf)
 	}
 	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{})}
@@ -416,4 +411,36 @@ func compileFilter(expr string) (*filter.Filter, error) {
 		return nil, usageErr("--filter: %s", strings.TrimPrefix(err.Error(), "filter: "))
 	}
 	return flt, nil
+}
+
+// bufStack keeps the output buffers written out, the last one first: it
+// is the likeliest to be still in a cache (a queue hands out the one
+// written longest ago: with twenty of 512 KiB, ten megabytes that the
+// renderer's every line misses).
+type bufStack struct {
+	mu   sync.Mutex
+	bufs [][]byte
+}
+
+// put keeps b unless n are kept already.
+func (s *bufStack) put(b []byte, n int) {
+	s.mu.Lock()
+	if len(s.bufs) < n {
+		s.bufs = append(s.bufs, b)
+	}
+	s.mu.Unlock()
+}
+
+// get returns the buffer put last, or nil.
+func (s *bufStack) get() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.bufs)
+	if n == 0 {
+		return nil
+	}
+	b := s.bufs[n-1]
+	s.bufs[n-1] = nil
+	s.bufs = s.bufs[:n-1]
+	return b
 }
