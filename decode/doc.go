@@ -10,4 +10,9 @@
 // A Unit carries what is needed to print its summary line; its field tree is
 // built on demand by [Unit.Fields], so large bodies are only decoded when
 // someone looks at them.
+//
+// A caller that lets go of every unit once it is written (`read`) gives
+// the decoders an [Arena]: units, what [Slots] keeps beside them and the
+// bytes they own alone are then recycled once the caller releases them,
+// and a decoder must read nothing of a unit after emitting it.
 package decode
