@@ -605,7 +605,7 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 	// alone, so that it never holds a neighbour's large bytes in memory.
 	var u *decode.Unit
 	switch {
-	case d.opt.Arena != nil && (len(raw) == 0 || raw[0] != 'z'):
+	case d.opt.Arena != nil && (len(raw) == 0 || raw[0] != TypeCompressedMessages):
 		// Recycled once written: any unit but a CompressedMessages, which
 		// its messages name as Parent (and the compression keeps while
 		// it inflates). Nothing else points to a unit once emitted.
