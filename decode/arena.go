@@ -24,11 +24,12 @@ import (
 // emitted (not a container that its nested units name as Parent) and
 // keeps no pointer to one after emitting it (it keeps the bytes instead).
 //
-// [Arena.Unit] and [Slots.Of] belong to the goroutine that decodes;
-// [Arena.Release] may be called from any goroutine once whatever read
-// the units is done with them (a channel between them orders it). Up to arenaSlabs slabs are recycled; past them (units
-// never released, or more in flight than that) units are allocated as
-// without an arena, and the garbage collector takes them.
+// [Arena.Unit], [Arena.Own], [Arena.Bytes] and [Slots.Of] belong to the
+// goroutine that decodes; [Arena.Release] may be called from any
+// goroutine once whatever read the units is done with them (a channel
+// between them orders it). Up to arenaSlabs slabs are recycled; past
+// them (units never released, or more in flight than that) units are
+// allocated as without an arena, and the garbage collector takes them.
 type Arena struct {
 	// Poison, for tests, has the buffers released units owned (see Own)
 	// overwritten when they are pooled: whatever still reads one then
@@ -184,7 +185,8 @@ func (a *Arena) next() {
 
 // ArenaStats says how much an arena recycled.
 type ArenaStats struct {
-	// Slabs is how many slabs of units it made, Reused how many times
+	// Slabs is how many slabs of units it made to recycle (past
+	// arenaSlabs, those it makes are not counted), Reused how many times
 	// it opened one again after its release.
 	Slabs, Reused int
 	// BytesReused is how many buffers Bytes gave out again.

@@ -63,8 +63,8 @@ func Split(streams [2][]byte, chunk int, vary bool, seed uint64) []Call {
 // is emitted (read's writer may release a unit while the decoder is
 // still in the call that emitted it): a unit, or bytes it owned, that
 // the decoder reads or writes after that is cleared, poisoned or reused
-// by then, and what is rendered after differs (see decode.Arena). It returns the
-// first difference in the units.
+// by then, and what is rendered after differs (see decode.Arena). It
+// returns the first difference in the units.
 func Check(fac decode.Factory, opt decode.Options, calls []Call) error {
 	plain := opt
 	plain.StableInput, plain.Transient, plain.FieldsSeldom, plain.Defer, plain.Arena = false, false, false, nil, nil
