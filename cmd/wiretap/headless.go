@@ -204,7 +204,8 @@ type parallelRender struct {
 	// (a list of 4,096 pointers is 32 KiB to zero and scan).
 	lists chan []*decode.Unit
 	// arena, when not nil, is the decoders' (decode.Options.Arena): the
-	// units of a batch are released to it once written.
+	// units of a batch are released to it once written (the writer's
+	// goroutine: see newParallelRender).
 	arena *decode.Arena
 }
 
@@ -223,6 +224,9 @@ const (
 	renderBatchJSON  = 1024
 	renderBatchBytes = 1 << 20
 	renderInFlight   = 8
+	// renderKept is how many output buffers and lists of units are kept
+	// for the next batches.
+	renderKept = 2*renderInFlight + 4
 )
 
 // A text batch's output buffer is made the batch's size from the start
@@ -270,7 +274,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena
 		order: make(chan *renderJob, renderInFlight),
 		done:  make(chan struct{}),
 		batch: renderBatch,
-		lists: make(chan []*decode.Unit, 2*renderInFlight+4),
+		lists: make(chan []*decode.Unit, renderKept),
 	}
 	r.buf = renderBufText
 	if p.f.format == "json" {
@@ -312,7 +316,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena
 			if r.err == nil {
 				_, r.err = p.out.Write(j.out)
 			}
-			r.bufs.put(j.out[:0], 2*renderInFlight+4)
+			r.bufs.put(j.out[:0])
 			// Written: nothing reads these units again.
 			r.arena.Release(j.units)
 			clear(j.units) // let go of the units
@@ -422,10 +426,10 @@ type bufStack struct {
 	bufs [][]byte
 }
 
-// put keeps b unless n are kept already.
-func (s *bufStack) put(b []byte, n int) {
+// put keeps b unless renderKept are kept already.
+func (s *bufStack) put(b []byte) {
 	s.mu.Lock()
-	if len(s.bufs) < n {
+	if len(s.bufs) < renderKept {
 		s.bufs = append(s.bufs, b)
 	}
 	s.mu.Unlock()
