@@ -423,7 +423,7 @@ func TestAMQP10TapImmutability(t *testing.T) {
 		if u.Err() != "" {
 			t.Errorf("unit %d %s: %s", u.N, u.Type, u.Err())
 		}
-		if v := im.Observe(u); v != nil && !v.Identical {
+		if v, paired := im.Observe(u); paired && !v.Identical {
 			t.Errorf("unit %d: bare message modified at byte %d (%s)", u.N, v.Offset, v.Where)
 		}
 		if cm := amqp10.MessageOf(u); cm != nil {

@@ -137,7 +137,7 @@ func messageFields(u *decode.Unit, cm *CompletedMessage) *decode.Field {
 		secs.Add(f)
 	}
 	msg.Add(secs)
-	for _, a := range cm.Annotations {
+	for _, a := range cm.AnnotationFields() {
 		msg.Add(a)
 	}
 	return msg

@@ -295,6 +295,10 @@ func (w *jsonWriter) message(u *decode.Unit, cm *CompletedMessage) {
 				return
 			}
 		}
+		if cm.identical.paired && a.Key == "immutability" {
+			w.fail()
+			return
+		}
 	}
 	w.out = append(w.out, `,"message":{`...)
 	w.count++
@@ -356,6 +360,10 @@ func (w *jsonWriter) message(u *decode.Unit, cm *CompletedMessage) {
 		w.out = decode.AppendJSONString(w.out, a.Key)
 		w.out = append(w.out, ':')
 		w.out = decode.AppendJSONString(w.out, a.Value.(string))
+		w.count++
+	}
+	if cm.identical.paired {
+		w.out = append(w.out, `,"immutability":"identical"`...)
 		w.count++
 	}
 	w.out = append(w.out, '}')

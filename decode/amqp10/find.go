@@ -281,7 +281,7 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		return f, false, cm == nil
 	}
 	switch {
-	case s.class == nameUnknown && (cm == nil || len(cm.Annotations) == 0):
+	case s.class == nameUnknown && (cm == nil || !cm.hasAnnotations()):
 		return f, false, true
 	case s.class == nameAmbiguous || u.Secret || u.Err() != "":
 		return f, false, false
@@ -291,7 +291,7 @@ func findField(u *decode.Unit, name string, k int) (f decode.Field, ok, handled 
 		s.frame(u, cm)
 	}
 	if s.state == searching && cm != nil {
-		s.annotations(cm.Annotations)
+		s.annotations(cm.AnnotationFields())
 	}
 	switch s.state {
 	case found:

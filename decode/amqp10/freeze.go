@@ -18,7 +18,8 @@ func init() {
 }
 
 // ExtKind implements decode.FrozenExt: a message whose annotations hold
-// values the field codec does not write stays whole.
+// values the field codec does not write stays whole. (An identical
+// verdict's field holds text and numbers: it is always written.)
 func (m *CompletedMessage) ExtKind() int {
 	if !decode.CanAppendFields(m.Annotations) {
 		return 0
@@ -42,7 +43,7 @@ func (m *CompletedMessage) AppendExt(u *decode.Unit, b []byte) []byte {
 		b = binary.AppendUvarint(b, v)
 	}
 	b = decode.AppendBytes(b, []byte(m.Link))
-	b, _ = decode.AppendFields(b, m.Annotations)
+	b, _ = decode.AppendFields(b, m.AnnotationFields())
 	return b
 }
 

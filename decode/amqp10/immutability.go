@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"hash/maphash"
 	"strconv"
-	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -71,9 +70,6 @@ type Immutability struct {
 	live       []int
 	shared     []bareMsg
 	freeShared []int32
-	// Slabs the verdicts and their texts are carved from.
-	verdicts []immVerdict
-	text     []byte
 }
 
 // immEntry is an entering message: the hash it is indexed by, its
@@ -281,13 +277,16 @@ func NewImmutability() *Immutability {
 
 // Observe feeds one unit; units that do not complete an AMQP 1.0 message
 // are ignored. For a leaving message paired with an entering one it
-// returns the verdict (and annotates the unit), else nil.
-func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
+// returns the verdict and true, and annotates the unit: a modified
+// message with its verdict's field and a warning, an identical one with
+// where it entered, from which its field is built when its tree is
+// (see CompletedMessage.AnnotationFields).
+func (im *Immutability) Observe(u *decode.Unit) (ImmutabilityVerdict, bool) {
 	// Not MessageOf: a message still in pieces is compared and kept as
 	// them (see pendingBytes).
 	cm, _ := u.Ext().(*CompletedMessage)
 	if cm == nil || u.Conn == nil {
-		return nil
+		return ImmutabilityVerdict{}, false
 	}
 	bare := cm.bare()
 	id := u.MessageID()
@@ -314,7 +313,7 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 		}
 		im.bytes += bare.n
 		im.evict()
-		return nil
+		return ImmutabilityVerdict{}, false
 	}
 	im.rep.Left++
 	// The connection that sent it may be the one it comes back on: a
@@ -322,71 +321,87 @@ func (im *Immutability) Observe(u *decode.Unit) *ImmutabilityVerdict {
 	seq := im.next
 	if seq < im.head || seq >= im.tail || im.entry(seq).hash != h || !im.is(im.entry(seq), id, &bare) {
 		if seq, _ = im.find(h, id, &bare); seq < 0 {
-			return nil
+			return ImmutabilityVerdict{}, false
 		}
 	}
 	im.next = seq + 1
 	ent := im.entry(seq)
 	im.rep.Paired++
-	e := struct {
-		conn, n int
-		bare    bareMsg
-	}{int(ent.conn), ent.n, im.bareOf(ent)}
-	blk := im.verdict()
-	v := &blk.v
-	*v = ImmutabilityVerdict{MatchedBy: by, FromConn: e.conn, FromUnit: e.n, Offset: -1, In: e.bare.n, Out: bare.n}
+	from := sentAt{conn: ent.conn, unit: ent.n, byID: id != "", paired: true}
+	eb := im.bareOf(ent)
+	v := ImmutabilityVerdict{MatchedBy: by, FromConn: int(from.conn), FromUnit: from.unit, Offset: -1, In: eb.n, Out: bare.n}
 	if id != "" {
-		v.Offset = firstDiffBare(&e.bare, &bare)
+		v.Offset = firstDiffBare(&eb, &bare)
 	} // else the entry is the one with these very bytes
-	v.Identical = v.Offset < 0
-	f := &blk.f
-	*f = decode.Field{Key: "immutability", Name: "amqp.immutability", Kids: blk.ptrs[:0]}
-	if v.Identical {
+	if v.Identical = v.Offset < 0; v.Identical {
+		// Most messages leave as they entered: the message keeps where it
+		// entered, and its field is built when a tree is (IdenticalField).
 		im.rep.Identical++
-		f.Value = "identical"
-		f.Display = im.identicalDisplay(e.conn, e.n, by)
-	} else {
-		from := "conn " + strconv.Itoa(e.conn)
-		if e.n > 0 {
-			from += " unit " + strconv.Itoa(e.n)
-		}
-		im.rep.Modified++
-		sent, got := e.bare.join(), bare.join()
-		v.Where = locate(sent, v.Offset)
-		f.Value = "modified"
-		msg := "bare message modified by the broker: differs from " + from + " at byte " + strconv.Itoa(v.Offset) +
-			" of the bare message"
-		if v.Where != "" {
-			msg += " (" + v.Where + ")"
-		}
-		msg += "; sent " + byteAt(sent, v.Offset) + ", received " + byteAt(got, v.Offset) +
-			"; " + strconv.Itoa(v.In) + " bytes sent, " + strconv.Itoa(v.Out) + " received"
-		f.Display = msg
-		u.Warn(msg)
-		id := u.MessageID()
-		if id == "" {
-			id = "(no message-id)"
-		}
-		im.modified = append(im.modified, "  message-id "+strconv.Quote(id)+": conn "+strconv.Itoa(e.conn)+
-			" -> conn "+strconv.Itoa(u.Conn.ID)+": "+msg)
+		cm.identical = from
+		return v, true
 	}
+	im.rep.Modified++
+	sent, got := eb.join(), bare.join()
+	v.Where = locate(sent, v.Offset)
+	msg := "bare message modified by the broker: differs from " + from.name() + " at byte " + strconv.Itoa(v.Offset) +
+		" of the bare message"
+	if v.Where != "" {
+		msg += " (" + v.Where + ")"
+	}
+	msg += "; sent " + byteAt(sent, v.Offset) + ", received " + byteAt(got, v.Offset) +
+		"; " + strconv.Itoa(v.In) + " bytes sent, " + strconv.Itoa(v.Out) + " received"
+	u.Warn(msg)
+	if id == "" {
+		id = "(no message-id)"
+	}
+	im.modified = append(im.modified, "  message-id "+strconv.Quote(id)+": conn "+strconv.Itoa(v.FromConn)+
+		" -> conn "+strconv.Itoa(u.Conn.ID)+": "+msg)
+	f := verdictField(from, "modified", msg, v.Offset)
+	cm.Annotations = append(cm.Annotations, f)
+	return v, true
+}
+
+// sentAt is where a leaving message entered the broker: the connection
+// and unit of the transfer that completed it there, and whether it was
+// paired by its message-id (else by its bare message's bytes).
+type sentAt struct {
+	unit int
+	conn int32
+	byID bool
+	// paired is false in the zero value: no verdict.
+	paired bool
+}
+
+// name is "conn C unit N", or "conn C" when the unit is not known.
+func (s sentAt) name() string {
+	n := "conn " + strconv.Itoa(int(s.conn))
+	if s.unit > 0 {
+		n += " unit " + strconv.Itoa(s.unit)
+	}
+	return n
+}
+
+// verdictField is the verdict's field in the message subtree
+// (amqp.immutability: "identical" or "modified", display text), with
+// how it was paired, where the message entered and, for a modified one,
+// the first offset that differs.
+func verdictField(from sentAt, value, display string, offset int) *decode.Field {
+	blk := new(immVerdict)
 	matchedBy := matchedByHash
-	if id != "" {
+	if from.byID {
 		matchedBy = matchedByID
 	}
+	f := &blk.f
+	*f = decode.Field{Key: "immutability", Name: "amqp.immutability", Value: value, Display: display, Kids: blk.ptrs[:0]}
 	blk.kids[0] = decode.Field{Key: "matched-by", Value: matchedBy}
-	blk.kids[1] = decode.Field{Key: "from-conn", Value: uint64(e.conn)}
+	blk.kids[1] = decode.Field{Key: "from-conn", Value: uint64(from.conn)}
 	f.Add(&blk.kids[0])
 	f.Add(&blk.kids[1])
-	if v.Offset >= 0 {
-		blk.kids[2] = decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(v.Offset)}
+	if offset >= 0 {
+		blk.kids[2] = decode.Field{Key: "first-difference", Name: "amqp.immutability.offset", Value: uint64(offset)}
 		f.Add(&blk.kids[2])
 	}
-	if cap(cm.Annotations) == 0 {
-		cm.Annotations = blk.ann[:0]
-	}
-	cm.Annotations = append(cm.Annotations, f)
-	return v
+	return f
 }
 
 func (im *Immutability) evict() {
@@ -427,42 +442,23 @@ func (im *Immutability) unlink(e *immEntry, seq int64) {
 // The values of the matched-by field, boxed once.
 var matchedByID, matchedByHash any = "message-id", "bare-message hash"
 
-// immVerdict is a verdict, its field and the field's children: every
-// message that leaves a broker gets one, carved from a slab of
-// verdictSlab as the decoder carves units.
+// immVerdict is a verdict's field and the field's children, allocated
+// together.
 type immVerdict struct {
-	v    ImmutabilityVerdict
 	f    decode.Field
 	kids [3]decode.Field
 	ptrs [3]*decode.Field
-	ann  [1]*decode.Field // the message's annotations, when it has no others
 }
 
-const verdictSlab = 32
-
-func (im *Immutability) verdict() *immVerdict { return decode.Carve(&im.verdicts, verdictSlab) }
-
-// identicalDisplay is the verdict field's text for an identical message,
-// "identical: bare message byte-for-byte as sent on conn C unit N (matched
-// by BY)", written into a slab of text that is only ever appended to:
-// most leaving messages are identical.
-func (im *Immutability) identicalDisplay(conn, n int, by string) string {
-	const head, tail = "identical: bare message byte-for-byte as sent on conn ", " (matched by "
-	if need := len(head) + len(" unit ") + len(tail) + len(by) + 1 + 40; cap(im.text)-len(im.text) < need {
-		im.text = make([]byte, 0, max(4096, need))
+// identicalDisplay is the verdict field's text for an identical message:
+// "identical: bare message byte-for-byte as sent on conn C unit N
+// (matched by BY)".
+func identicalDisplay(from sentAt) string {
+	by := "bare-message hash"
+	if from.byID {
+		by = "message-id"
 	}
-	b := im.text[len(im.text):]
-	b = append(b, head...)
-	b = strconv.AppendInt(b, int64(conn), 10)
-	if n > 0 {
-		b = append(b, " unit "...)
-		b = strconv.AppendInt(b, int64(n), 10)
-	}
-	b = append(b, tail...)
-	b = append(b, by...)
-	b = append(b, ')')
-	im.text = im.text[:len(im.text)+len(b)]
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return "identical: bare message byte-for-byte as sent on " + from.name() + " (matched by " + by + ")"
 }
 
 func firstDiff(a, b []byte) int {

@@ -59,14 +59,14 @@ func TestImmutabilityBoundedStore(t *testing.T) {
 	}
 	out := immMessages(2, decode.DirB, bodies[0], bodies[len(bodies)-2], bodies[len(bodies)-1], big)
 	for i, u := range out {
-		v := im.Observe(u)
+		v, paired := im.Observe(u)
 		if i == 0 {
-			if v != nil {
+			if paired {
 				t.Errorf("the oldest message, forgotten, paired: %+v", v)
 			}
 			continue
 		}
-		if v == nil || !v.Identical || v.Out != v.In {
+		if !paired || !v.Identical || v.Out != v.In {
 			t.Errorf("message %d: verdict %+v, want identical", i, v)
 		}
 	}
@@ -91,7 +91,7 @@ func BenchmarkImmutabilityObserve(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cm.Annotations = cm.Annotations[:0]
-		if v := im.Observe(out); v == nil || !v.Identical {
+		if v, paired := im.Observe(out); !paired || !v.Identical {
 			b.Fatalf("verdict %+v", v)
 		}
 	}
@@ -107,7 +107,7 @@ func TestImmutabilityDisplay(t *testing.T) {
 		{3, 17, "message-id", "identical: bare message byte-for-byte as sent on conn 3 unit 17 (matched by message-id)"},
 		{12, 0, "bare-message hash", "identical: bare message byte-for-byte as sent on conn 12 (matched by bare-message hash)"},
 	} {
-		if got := NewImmutability().identicalDisplay(c.conn, c.n, c.by); got != c.want {
+		if got := identicalDisplay(sentAt{conn: int32(c.conn), unit: c.n, byID: c.by == "message-id", paired: true}); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)
 		}
 	}
@@ -174,12 +174,12 @@ func TestImmutabilityCollisions(t *testing.T) {
 			im.Observe(u)
 		}
 		for _, u := range units(2, decode.DirB, out) {
-			v := im.Observe(u)
-			if v == nil {
+			v, paired := im.Observe(u)
+			if !paired {
 				verdicts = append(verdicts, "unpaired")
 				continue
 			}
-			verdicts = append(verdicts, fmt.Sprintf("%+v", *v))
+			verdicts = append(verdicts, fmt.Sprintf("%+v", v))
 		}
 		return verdicts, im.Report()
 	}
@@ -221,7 +221,7 @@ func BenchmarkImmutabilityStream(b *testing.B) {
 		im.Observe(in)
 		set(outBare, i-lag)
 		outm.Annotations = outm.Annotations[:0]
-		if v := im.Observe(out); v == nil || !v.Identical {
+		if v, paired := im.Observe(out); !paired || !v.Identical {
 			b.Fatalf("message %d: verdict %+v", i-lag, v)
 		}
 		i++
@@ -287,10 +287,10 @@ func TestImmutabilityKeepsOwnBytes(t *testing.T) {
 	out := immMessages(2, decode.DirB, bodies[38], changed)
 	// Without a message-id a message is known by its bare message: the
 	// same bytes pair, identical; changed ones do not pair.
-	if v := im.Observe(out[0]); v == nil || !v.Identical || v.FromUnit != in[38].N {
+	if v, paired := im.Observe(out[0]); !paired || !v.Identical || v.FromUnit != in[38].N {
 		t.Errorf("unchanged message: verdict %+v", v)
 	}
-	if v := im.Observe(out[1]); v != nil {
+	if v, paired := im.Observe(out[1]); paired {
 		t.Errorf("changed message paired: %+v", v)
 	}
 }

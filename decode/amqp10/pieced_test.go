@@ -320,8 +320,9 @@ func TestPendingMessages(t *testing.T) {
 			for k := range set.p {
 				p, j := set.p[k], set.j[k]
 				p.N, j.N = k+1, k+1
-				pv, jv := pim.Observe(p), jim.Observe(j)
-				if !reflect.DeepEqual(pv, jv) {
+				pv, pok := pim.Observe(p)
+				jv, jok := jim.Observe(j)
+				if pok != jok || !reflect.DeepEqual(pv, jv) {
 					t.Fatalf("unit %d: verdict %+v %s, %+v joined", k, pv, c.name, jv)
 				}
 				if p.Summary != j.Summary || p.MessageID() != j.MessageID() || !reflect.DeepEqual(p.Warnings(), j.Warnings()) ||

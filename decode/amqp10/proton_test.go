@@ -165,7 +165,7 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 	for _, e := range man.Received {
 		want[decode.DirB][e.MessageID] = e
 	}
-	verdicts := map[string]*ImmutabilityVerdict{}
+	verdicts := map[string]ImmutabilityVerdict{}
 	imm := NewImmutability()
 	multiFrameSegments := 0
 	for ci, rec := range recs {
@@ -181,7 +181,7 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 		d.End(decode.DirF, time.Unix(0, 0))
 		d.End(decode.DirB, time.Unix(0, 0))
 		for _, u := range units {
-			if v := imm.Observe(u); v != nil {
+			if v, paired := imm.Observe(u); paired {
 				verdicts[u.MessageID()] = v
 			}
 		}
@@ -278,8 +278,8 @@ func checkProton(t *testing.T, recs []*recording, trace, manifest []byte) {
 	// say so, and must not where both verdicts agree.
 	for id, in := range want[decode.DirF] {
 		out, ok := want[decode.DirB][id]
-		v := verdicts[id]
-		if !ok || v == nil || in.Checksum == "absent" {
+		v, paired := verdicts[id]
+		if !ok || !paired || in.Checksum == "absent" {
 			continue
 		}
 		changed := in.Checksum == "ok" && out.Checksum == "mismatch"

@@ -86,8 +86,14 @@ type CompletedMessage struct {
 	// message this frame carried).
 	RawOffset, RawFrom int
 	// Annotations are extra fields shown in the message subtree, such as
-	// the verdict of an [Immutability] check.
+	// the verdict of an [Immutability] check that found the message
+	// modified. AnnotationFields adds those kept in a compact form.
 	Annotations []*decode.Field
+	// identical is where the message entered a broker, when an
+	// [Immutability] check found it left unchanged (the zero value: no
+	// such verdict). Its field is built when asked for: most messages are
+	// identical, and most are never shown as a tree.
+	identical sentAt
 	// own is the length of the allocation Bytes is part of when the
 	// decoder made it for this message alone (a reassembled message, or
 	// the Raw of a large frame's unit), which nothing else shares; 0 when
@@ -102,6 +108,24 @@ type CompletedMessage struct {
 	// late says the message is left to a [Completer]: not parsed yet,
 	// its unit's message-id, checksum and summary not made.
 	late bool
+}
+
+// AnnotationFields returns the fields added to the message's subtree
+// after it was decoded: Annotations, and the verdict of an
+// [Immutability] check that found it identical, built anew at each call.
+// The caller must not change them.
+func (m *CompletedMessage) AnnotationFields() []*decode.Field {
+	if !m.identical.paired {
+		return m.Annotations
+	}
+	fs := make([]*decode.Field, 0, len(m.Annotations)+1)
+	fs = append(fs, m.Annotations...)
+	return append(fs, verdictField(m.identical, "identical", identicalDisplay(m.identical), -1))
+}
+
+// hasAnnotations says whether AnnotationFields has any.
+func (m *CompletedMessage) hasAnnotations() bool {
+	return len(m.Annotations) > 0 || m.identical.paired
 }
 
 // WithSections returns m when it keeps its sections, else a copy of m
