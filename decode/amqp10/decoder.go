@@ -88,9 +88,10 @@ type direction struct {
 	comp  Composite
 	msg   Message
 	sum   []byte
-	// props is scratch for a message's properties: clearing a Composite
-	// of its own for every message cost more than scanning it.
-	props Composite
+	// props is scratch for a message's properties, and inner for a
+	// disposition's state: clearing a Composite of its own for every
+	// message cost more than scanning it.
+	props, inner Composite
 	// lastLink is the link name of the last transfer's (channel, handle),
 	// as links holds it: a connection's transfers mostly follow one
 	// another on one link, and the look-up cost a tenth of a small
@@ -553,7 +554,7 @@ func (d *Decoder) summarise(dir decode.Dir, st *direction, u *decode.Unit, c *Co
 		s = appendUint(s, " first=", b, c, 1)
 		s = appendUint(s, " last=", b, c, 2)
 		s = appendBool(s, " settled", b, c, 3)
-		s = appendState(s, b, c, 4)
+		s = appendState(s, b, c, 4, &st.inner)
 	case DescriptorDetach:
 		s = appendUint(s, " handle=", b, c, 0)
 		if h, ok := c.Uint(b, 0); ok {
@@ -787,14 +788,14 @@ func appendTerminus(s []byte, label string, b []byte, c *Composite, i int) []byt
 	return append(s, "null"...)
 }
 
-// appendState shows a delivery state (§3.4) and its error, if any.
-func appendState(s []byte, b []byte, c *Composite, i int) []byte {
+// appendState shows a delivery state (§3.4) and its error, if any, with
+// st as scratch.
+func appendState(s []byte, b []byte, c *Composite, i int, st *Composite) []byte {
 	f, ok := c.Field(i)
 	if !ok {
 		return s
 	}
-	var st Composite
-	if st.Set(b, *f) != nil {
+	if st.setTo(b, f) != nil {
 		return s
 	}
 	s = append(s, ' ')
@@ -805,13 +806,13 @@ func appendState(s []byte, b []byte, c *Composite, i int) []byte {
 	}
 	switch st.Descriptor {
 	case DescriptorRejected:
-		s = appendErrorValue(s, b, &st, 0)
+		s = appendErrorValue(s, b, st, 0)
 	case DescriptorReceived:
-		s = appendUint(s, " section-number=", b, &st, 0)
-		s = appendUint(s, " section-offset=", b, &st, 1)
+		s = appendUint(s, " section-number=", b, st, 0)
+		s = appendUint(s, " section-offset=", b, st, 1)
 	case DescriptorModified:
-		s = appendBool(s, " delivery-failed", b, &st, 0)
-		s = appendBool(s, " undeliverable-here", b, &st, 1)
+		s = appendBool(s, " delivery-failed", b, st, 0)
+		s = appendBool(s, " undeliverable-here", b, st, 1)
 	}
 	return s
 }

@@ -56,44 +56,60 @@ func isBare(d uint64) bool { return d >= DescriptorProperties && d <= Descriptor
 // order §3.2 prescribes are reported as an error after all sections were
 // located.
 func ParseMessage(b []byte, m *Message) error {
-	// On every return: no bare section, or one only after the footer (out
-	// of order, reported), makes the bare message empty.
-	defer func() {
-		if m.BareStart < 0 || m.BareStart > m.BareEnd {
-			m.BareStart = m.BareEnd
-		}
-	}()
 	m.Sections = m.Sections[:0]
 	m.BareStart, m.BareEnd, m.Footer, m.Properties = -1, len(b), -1, -1
 	m.BodyKind, m.BodySections, m.BodyBytes = "", 0, 0
 	var orderErr error
 	last := uint64(0)
 	for off := 0; off < len(b); {
-		v, err := Scan(b, off)
-		if err != nil {
+		// Scanned into its place: a Value is some hundred bytes, and
+		// copying it twice a section was most of the time spent here.
+		m.Sections = append(m.Sections, Section{})
+		sec := &m.Sections[len(m.Sections)-1]
+		if err := scanTo(b, off, 0, &sec.Value); err != nil {
+			m.Sections = m.Sections[:len(m.Sections)-1]
+			m.fixBare()
 			return err
 		}
-		code, _, ok := v.Descriptor(b)
+		code, _, ok := sec.Value.Descriptor(b)
 		if !ok || code < DescriptorHeader || code > DescriptorFooter {
-			return errAt(off, "message section expected, got "+v.Code.String())
+			m.Sections = m.Sections[:len(m.Sections)-1]
+			m.fixBare()
+			return errAt(off, "message section expected, got "+sec.Value.Code.String())
 		}
-		m.add(code, &v, off, &last, &orderErr)
-		off = v.End
+		sec.Descriptor = code
+		m.located(code, &sec.Value, off, &last, &orderErr)
+		off = sec.Value.End
 	}
+	m.fixBare()
 	return orderErr
 }
 
-// add records section code, located as v at off: where the bare message
-// and the footer begin, which one is the properties, what the body is;
-// orderErr gets the first section out of order after last (which add
-// moves on).
+// fixBare makes the bare message empty when there is no bare section, or
+// one only after the footer (out of order, reported).
+func (m *Message) fixBare() {
+	if m.BareStart < 0 || m.BareStart > m.BareEnd {
+		m.BareStart = m.BareEnd
+	}
+}
+
+// add appends section code, located as v at off, and records it (see
+// located).
 func (m *Message) add(code uint64, v *Value, off int, last *uint64, orderErr *error) {
+	m.Sections = append(m.Sections, Section{Descriptor: code, Value: *v})
+	m.located(code, v, off, last, orderErr)
+}
+
+// located records section code, the last of m.Sections, located as v at
+// off: where the bare message and the footer begin, which one is the
+// properties, what the body is; orderErr gets the first section out of
+// order after last (which located moves on).
+func (m *Message) located(code uint64, v *Value, off int, last *uint64, orderErr *error) {
 	if *orderErr == nil && (code < *last || (code == *last && code != DescriptorData && code != DescriptorAMQPSequence) ||
 		(code >= DescriptorData && code <= DescriptorAMQPValue && *last >= DescriptorData && *last <= DescriptorAMQPValue && code != *last)) {
 		*orderErr = errAt(off, "section "+describedOf(code).name+" out of order after "+describedOf(*last).name)
 	}
 	*last = code
-	m.Sections = append(m.Sections, Section{Descriptor: code, Value: *v})
 	switch {
 	case isBare(code):
 		if m.BareStart < 0 {
@@ -236,7 +252,7 @@ func (m *Message) messageID(b []byte, c *Composite, text func([]byte) string) st
 	if m.Properties < 0 {
 		return ""
 	}
-	if c.Set(b, m.Sections[m.Properties].Value) != nil {
+	if c.setTo(b, &m.Sections[m.Properties].Value) != nil {
 		return ""
 	}
 	if f, ok := c.Field(0); ok && text != nil {

@@ -577,16 +577,30 @@ const maxCompositeFields = 24
 // ScanComposite locates the composite value at b[off] and its fields,
 // without allocating.
 func ScanComposite(b []byte, off int, c *Composite) error {
-	v, err := Scan(b, off)
-	if err != nil {
+	// Scanned into place: a Value is some hundred bytes, and copying it
+	// twice was a good part of a small frame's decoding.
+	c.N = 0
+	if err := scanTo(b, off, 0, &c.List); err != nil {
 		return err
 	}
-	return c.Set(b, v)
+	return c.setFields(b)
 }
 
 // Set locates the fields of the described list v.
 func (c *Composite) Set(b []byte, v Value) error {
 	c.List = v
+	return c.setFields(b)
+}
+
+// setTo is Set with v by reference: one copy of it rather than two.
+func (c *Composite) setTo(b []byte, v *Value) error {
+	c.List = *v
+	return c.setFields(b)
+}
+
+// setFields locates the fields of the described list c.List.
+func (c *Composite) setFields(b []byte) error {
+	v := &c.List
 	c.N = 0
 	code, sym, ok := v.Descriptor(b)
 	if !ok {
