@@ -115,13 +115,13 @@ func NewArena(slabUnits int) *Arena {
 // arena, or a small n, allocates.
 func (a *Arena) Bytes(n int) []byte {
 	if a == nil || n < poolMin {
-		return make([]byte, 0, n)
+		return MakeNoZero(n)
 	}
 	if b := a.pool.get(n); b != nil {
 		a.bytesReused++
 		return b
 	}
-	return make([]byte, 0, n)
+	return MakeNoZero(n)
 }
 
 // Own says that u alone reads b's array (its Raw, gathered in a buffer

@@ -705,7 +705,7 @@ func (s *byteSlab) carve(b []byte) []byte {
 		return append([]byte(nil), b...)
 	}
 	if cap(s.buf)-len(s.buf) < len(b) {
-		s.buf = make([]byte, 0, max(nextSlab(&s.next, rawSlab), len(b)))
+		s.buf = decode.MakeNoZero(max(nextSlab(&s.next, rawSlab), len(b)))
 	}
 	n := len(s.buf)
 	s.buf = append(s.buf, b...)

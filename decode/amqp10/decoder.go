@@ -356,7 +356,7 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, own
 		u = d.slabUnit()
 		if cap(d.raw)-len(d.raw) < len(raw) {
 			d.rawNext = min(max(2*d.rawNext, 1<<10), rawSlabMax)
-			d.raw = make([]byte, 0, max(d.rawNext, len(raw)))
+			d.raw = decode.MakeNoZero(max(d.rawNext, len(raw)))
 		}
 		n := len(d.raw)
 		d.raw = append(d.raw, raw...)

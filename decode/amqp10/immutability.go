@@ -125,7 +125,7 @@ func (im *Immutability) keep(e *immEntry, id string, bare bareMsg, byRef bool) {
 		if last >= 0 && im.live[last] == 0 {
 			im.chunks[last] = nil
 		}
-		im.chunks = append(im.chunks, make([]byte, 0, max(immChunk, size)))
+		im.chunks = append(im.chunks, decode.MakeNoZero(max(immChunk, size)))
 		im.live = append(im.live, 0)
 		last++
 	}

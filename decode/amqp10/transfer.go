@@ -481,7 +481,7 @@ func (k *carver) text(s []byte) string {
 	}
 	if cap(k.raw)-len(k.raw) < len(s) {
 		k.rawNext = min(max(2*k.rawNext, 1<<10), rawSlabMax)
-		k.raw = make([]byte, 0, max(k.rawNext, len(s)))
+		k.raw = decode.MakeNoZero(max(k.rawNext, len(s)))
 	}
 	n := len(k.raw)
 	k.raw = append(k.raw, s...)

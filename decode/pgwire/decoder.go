@@ -592,7 +592,7 @@ func (d *Decoder) unitOf(dir decode.Dir, raw []byte, pos int64, t time.Time, par
 			// From 2 KiB doubling to 32 KiB: many short connections must
 			// not cost a full slab each.
 			d.slabNext = min(max(2*d.slabNext, 2<<10), 32<<10)
-			d.slab = make([]byte, 0, d.slabNext)
+			d.slab = decode.MakeNoZero(d.slabNext)
 		}
 		s := len(d.slab)
 		d.slab = append(d.slab, raw...)
