@@ -37,10 +37,12 @@ type Config struct {
 	// leave a broker, and pairs them across connections in order) and
 	// the summaries and AMQP 1.0 messages that depend on nothing but a
 	// unit's bytes ([decode.Options.LateSummaries]). The caller must call
-	// [Pipeline.Stage] for every unit Sink gets, in the order Sink gets
-	// them, on one goroutine at a time, before anything reads the unit's
-	// summary, warnings, message, checksum or field tree, or the counts
-	// of units with warnings and of checksum verdicts in decode.Conn.
+	// [Pipeline.Stage] for every unit Sink gets for which [NeedsStage]
+	// is true (calling it for the others does nothing), in the order
+	// Sink gets them, on one goroutine at a time, before anything reads
+	// the unit's summary, warnings, message, checksum or field tree, or
+	// the counts of units with warnings and of checksum verdicts in
+	// decode.Conn.
 	Staged bool
 }
 
@@ -132,6 +134,28 @@ func (p *Pipeline) Immutability() *amqp10.Immutability { return p.imm }
 // unparsed and hands AMQP 1.0 units to the immutability check, and then
 // counts the unit in its connection's Warnings and Checksums.
 func (p *Pipeline) Stage(u *decode.Unit) {
+	if p.cfg.Staged && !NeedsStage(u) {
+		return // emit did it
+	}
+	p.stage(u)
+}
+
+// NeedsStage says whether a pipeline with [Config.Staged] leaves work on
+// u to [Pipeline.Stage]: the units of AMQP connections. The others have
+// none but the counting, which emit does while the unit is in its cache:
+// a stage that only counted them moved every unit to the other core and
+// back (the SELECT: a million). It goes by the connection's protocol,
+// settled before its first unit, so that each connection's counts have
+// one writer.
+func NeedsStage(u *decode.Unit) bool {
+	p := u.Proto
+	if u.Conn != nil {
+		p = u.Conn.Proto
+	}
+	return p == decode.ProtoAMQP10 || p == decode.ProtoAMQP091
+}
+
+func (p *Pipeline) stage(u *decode.Unit) {
 	switch u.Proto {
 	case decode.ProtoAMQP10:
 		p.done.Complete(u)
@@ -427,8 +451,8 @@ func (p *Pipeline) emit(u *decode.Unit) {
 			c.Errors++
 		}
 	}
-	if !p.cfg.Staged {
-		p.Stage(u)
+	if !p.cfg.Staged || !NeedsStage(u) {
+		p.stage(u)
 	}
 	if p.cfg.Sink != nil {
 		p.cfg.Sink(u)

@@ -64,6 +64,26 @@ func TestStageCountsWarnings(t *testing.T) {
 	feed(p)
 	check("inline", p, units)
 
+	// Staged, as read stages: only the units NeedsStage names go to the
+	// stage, the others' warnings are counted by emit (a PostgreSQL
+	// connection caught mid-stream: its first unit warns so).
+	units = nil
+	var some *Pipeline
+	some = New(Config{Staged: true, Sink: func(u *decode.Unit) {
+		if NeedsStage(u) {
+			some.Stage(u)
+		}
+		units = append(units, u)
+	}})
+	pg := flow(3, "10.0.0.4:40003", "10.0.0.5:5432", false)
+	query := []byte("Q\x00\x00\x00\x0dselect 1\x00")
+	some.Data(pg, true, append(append([]byte(nil), query...), query...), t0)
+	feed(some)
+	check("staged as read stages", some, units)
+	if u := units[0]; u.Conn.ID != 3 || len(u.Warnings()) == 0 || u.Conn.Warnings != 1 {
+		t.Errorf("the PostgreSQL connection's first unit: conn %d, warnings %q; its count %d, want 1", u.Conn.ID, u.Warnings(), u.Conn.Warnings)
+	}
+
 	units = nil
 	var staged *Pipeline
 	staged = New(Config{Staged: true, Sink: func(u *decode.Unit) {

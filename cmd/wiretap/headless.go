@@ -171,8 +171,11 @@ func (p *printer) finish(pl *pipeline.Pipeline) error {
 // renderJob is one batch of units rendered by a worker.
 type renderJob struct {
 	units []*decode.Unit
-	out   []byte
-	ready chan struct{}
+	// staged says whether a unit of the batch is one the stage has work
+	// on (pipeline.NeedsStage): batches without are passed on untouched.
+	staged bool
+	out    []byte
+	ready  chan struct{}
 }
 
 // parallelRender renders text or JSON on worker goroutines (see
@@ -182,12 +185,14 @@ type renderJob struct {
 // (pipeline.TestFieldsOnAnotherGoroutine), so units can be rendered on any
 // goroutine once emitted.
 type parallelRender struct {
-	p     *printer
-	cur   []*decode.Unit
-	batch int // units a batch holds
-	bytes int // of the units in cur
-	jobs  chan *renderJob
-	order chan *renderJob
+	p   *printer
+	cur []*decode.Unit
+	// curStaged says whether a unit of cur needs the stage.
+	curStaged bool
+	batch     int // units a batch holds
+	bytes     int // of the units in cur
+	jobs      chan *renderJob
+	order     chan *renderJob
 	// staged, when there is a stage (see newParallelRender), takes the
 	// batches to it first. It holds none: a queue of its own let the
 	// decoder run further ahead, and the JSON of large AMQP 0-9-1 bodies
@@ -299,8 +304,10 @@ func newParallelRender(p *printer, stage func(*decode.Unit), arena *decode.Arena
 		r.staged = make(chan *renderJob)
 		go func() {
 			for j := range r.staged {
-				for _, u := range j.units {
-					stage(u)
+				if j.staged {
+					for _, u := range j.units {
+						stage(u)
+					}
 				}
 				r.order <- j
 				r.jobs <- j
@@ -334,6 +341,7 @@ func (r *parallelRender) add(u *decode.Unit) {
 	r.p.note(u)
 	r.cur = append(r.cur, u)
 	r.bytes += len(u.Raw)
+	r.curStaged = r.curStaged || pipeline.NeedsStage(u)
 	if len(r.cur) == r.batch || r.bytes >= renderBatchBytes {
 		r.send()
 	}
@@ -344,7 +352,8 @@ func (r *parallelRender) send() {
 	if out = r.bufs.get(); out == nil {
 		out = make([]byte, 0, r.buf)
 	}
-	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{})}
+	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{}), staged: r.curStaged}
+	r.curStaged = false
 	if r.staged != nil {
 		r.staged <- j
 	} else {
