@@ -33,8 +33,11 @@ import (
 type Arena struct {
 	// Poison, for tests, has the buffers released units owned (see Own)
 	// overwritten when they are pooled: whatever still reads one then
-	// reads garbage, not bytes that may happen to be the same. Set it
-	// before the first unit.
+	// reads garbage, not bytes that may happen to be the same. It also
+	// marks each released unit, and Release panics at a unit released
+	// again before it was handed out anew: harmless then (a released
+	// unit is passed over), the same mistake made after its slab was
+	// reused would release another's unit. Set it before the first unit.
 	Poison bool
 
 	// The decoding goroutine's.
@@ -150,6 +153,9 @@ func (a *Arena) Unit() *Unit {
 	u := &a.cur.units[a.used]
 	a.used++
 	u.slab = a.cur.num
+	if a.Poison {
+		u.Offset = 0 // the released mark
+	}
 	return u
 }
 
@@ -229,6 +235,9 @@ func (a *Arena) Release(units []*Unit) {
 	i0, i1 := 0, 0   // the run: units i0 to i1-1 of s
 	for _, u := range units {
 		if u == nil || u.slab == 0 {
+			if a.Poison && u != nil && u.Offset == releasedMark {
+				panic("decode: Arena.Release: a unit released twice")
+			}
 			continue
 		}
 		t := a.slabs[u.slab-1]
@@ -237,6 +246,9 @@ func (a *Arena) Release(units []*Unit) {
 			continue
 		}
 		*u = Unit{}
+		if a.Poison {
+			u.Offset = releasedMark
+		}
 		if t == s && i == i1 {
 			i1++
 			continue
@@ -246,6 +258,9 @@ func (a *Arena) Release(units []*Unit) {
 	}
 	a.releaseRun(s, i0, i1, slots)
 }
+
+// releasedMark is the Offset of a released unit of a poisoned arena.
+const releasedMark = -0x7e1ea5ed
 
 // releaseRun ends the release of units i to j-1 of slab s: their slots
 // cleared, the buffers they owned pooled, and the slab freed if they

@@ -1,7 +1,9 @@
 package decode
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -85,6 +87,34 @@ func TestArenaReleasesOnlyItsOwn(t *testing.T) {
 		t.Fatal("a nil arena's Unit is not a plain unit")
 	}
 	nilArena.Release([]*Unit{heap})
+}
+
+// TestArenaDoubleRelease: a poisoned arena panics at a unit released a
+// second time before it is handed out again, and not at units released
+// once, handed out anew and released again, nor at units of its own
+// released once each across slabs reused.
+func TestArenaDoubleRelease(t *testing.T) {
+	a := NewArena(2)
+	a.Poison = true
+	for range 4 {
+		us := take(a, 4)
+		a.Release(us)
+	}
+	us := take(a, 2)
+	a.Release(us[:1])
+	twice := func() (msg any) {
+		defer func() { msg = recover() }()
+		a.Release(us[:1])
+		return nil
+	}
+	if msg := twice(); msg == nil || !strings.Contains(fmt.Sprint(msg), "released twice") {
+		t.Fatalf("a unit released twice: %v", msg)
+	}
+	// Without Poison the second release is passed over.
+	b := NewArena(2)
+	vs := take(b, 2)
+	b.Release(vs)
+	b.Release(vs)
 }
 
 func TestArenaBeyondItsSlabs(t *testing.T) {
