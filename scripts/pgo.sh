@@ -5,9 +5,11 @@
 #
 #   scripts/pgo.sh
 #
-# The profile is `wiretap read` in text and in JSON, twice each, on every
-# shape of the benchmark corpus (scripts/corpus.sh, testdata/corpus/;
-# CORPUS to read another), merged into one. The binary profiled is built
+# The profile is `wiretap read` in text and in JSON, RUNS times each
+# (default 10: a run of a tenth of a second gives the profiler some ten
+# samples, and two runs a shape left the compiler's choices to chance),
+# on every shape of the benchmark corpus (scripts/corpus.sh,
+# testdata/corpus/; CORPUS to read another), merged into one. The binary profiled is built
 # without a profile, so that the result does not depend on the one it
 # replaces. Rerun it when the decoders or the pipeline change much; an
 # older profile still applies to the code it matches (the go command
@@ -16,6 +18,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CORPUS=${CORPUS:-$ROOT/testdata/corpus}
+RUNS=${RUNS:-10}
 die() { printf 'pgo: %s\n' "$*" >&2; exit 1; }
 
 tmp=$(mktemp -d)
@@ -24,7 +27,7 @@ trap 'rm -rf "$tmp"' EXIT
 for s in $("$ROOT/scripts/corpus.sh" list); do
 	f=$CORPUS/$s.pcapng
 	[[ -s $f ]] || die "$f is missing: record the corpus first (scripts/corpus.sh)"
-	for i in 1 2; do
+	for ((i = 1; i <= RUNS; i++)); do
 		"$tmp/wiretap" read --cpuprofile "$tmp/$s-text-$i.prof" "$f" >/dev/null
 		"$tmp/wiretap" read --format json --cpuprofile "$tmp/$s-json-$i.prof" "$f" >/dev/null
 	done
