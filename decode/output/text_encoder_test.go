@@ -51,6 +51,46 @@ func TestTextEncoderColumnsCached(t *testing.T) {
 	}
 }
 
+// TestTextEncoderWideColumns: the columns between the number and the
+// summary, kept as one while each is at its narrowest, give AppendText's
+// lines as they widen and narrow again (a time past 9,999 s, a
+// connection past 9,999, no connection), as the time runs backwards or
+// from another first time, and with units nested, without a channel or
+// on the largest one.
+func TestTextEncoderWideColumns(t *testing.T) {
+	first := time.Unix(1700000000, 0)
+	conns := []*decode.Conn{{ID: 1}, {ID: 9999}, {ID: 10000}, nil, {ID: 123456}, {ID: 7}}
+	offsets := []time.Duration{0, time.Microsecond, 9999 * time.Second, 10000 * time.Second, 5 * time.Second, -time.Second, 123456 * time.Second, 3 * time.Millisecond}
+	parent := &decode.Unit{N: 1}
+	e := TextEncoder{First: first}
+	var got, want []byte
+	n := 0
+	for i := 0; i < 400; i++ {
+		n++
+		if i%37 == 0 {
+			n += 5 // a gap
+		}
+		u := &decode.Unit{N: n, Dir: decode.Dir(i % 3 & 1), Conn: conns[i/3%len(conns)], Summary: "Basic.Ack tag=" + strings.Repeat("9", i%5)}
+		u.SetTime(first.Add(offsets[i/5%len(offsets)]))
+		if i%4 != 3 {
+			u.HasChannel, u.Channel = true, uint16(i*997%65536)
+		}
+		if i%7 == 0 {
+			u.Parent = parent
+		}
+		first := first
+		if i >= 300 {
+			first = first.Add(-time.Hour) // another first time
+		}
+		e.First = first
+		got = e.Append(got[:0], u)
+		want = AppendText(want[:0], u, first)
+		if string(got) != string(want) {
+			t.Fatalf("unit %d: encoder wrote\n%q\nAppendText\n%q", i, got, want)
+		}
+	}
+}
+
 // BenchmarkTextEncoder renders a run of consecutive fanout-like units, as
 // a render worker of `wiretap read` does: ns/op is per line.
 func BenchmarkTextEncoder(b *testing.B) {
