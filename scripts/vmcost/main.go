@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +22,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds of each memory measurement")
 	starts := flag.Int("starts", 30, "runs of each program started")
 	file := flag.String("file", "", "a file to read mapped and through read(2)")
+	chaseMB := flag.Int("chase-mb", 64, "MiB a pointer chase runs through (memory latency)")
 	flag.Parse()
 	if *mb < 2 || *rounds < 2 || *starts < 1 {
 		fmt.Fprintln(os.Stderr, "vmcost: -mb must be at least 2, -rounds at least 2, -starts at least 1")
@@ -33,6 +36,16 @@ func main() {
 	check(err)
 	fmt.Printf("anonymous memory, 2 MiB pages:  %8.3f ms a page the first round, %.3f ms the later ones (median)\n",
 		ms(huge[0])/float64(n>>21), ms(median(huge[1:]))/float64(n>>21))
+	if *chaseMB > 0 {
+		lat := make([]time.Duration, *rounds)
+		for i := range lat {
+			lat[i] = chase(*chaseMB<<20, 1<<21)
+		}
+		fmt.Printf("memory latency:                 %8.1f ns a load (a random pointer chase through %d MiB; median of %d)\n", float64(median(lat)), *chaseMB, *rounds)
+	}
+	if rt, ok := pingPong(200000); ok {
+		fmt.Printf("cache line between CPUs 0 and 1: %7.1f ns a round trip (two threads pinned, taking turns)\n", float64(rt))
+	}
 	if *file != "" {
 		mapped, buffered, size, err := readFile(*file, *rounds)
 		check(err)
@@ -180,4 +193,78 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// chase returns the time of one load in a chase of loads dependent on
+// one another through n bytes arranged as a single random cycle (so that
+// no prefetcher guesses the next), loads of them.
+func chase(n, loads int) time.Duration {
+	next := make([]uint32, n/4)
+	// Sattolo's algorithm: a random permutation with one cycle.
+	for i := range next {
+		next[i] = uint32(i)
+	}
+	seed := uint64(time.Now().UnixNano()) | 1
+	for i := len(next) - 1; i > 0; i-- {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		j := int(seed % uint64(i))
+		next[i], next[j] = next[j], next[i]
+	}
+	p := uint32(0)
+	for range loads / 4 { // warm the page tables and caches that can be
+		p = next[p]
+	}
+	start := time.Now()
+	for range loads {
+		p = next[p]
+	}
+	d := time.Since(start)
+	chaseSink = p
+	return d / time.Duration(loads)
+}
+
+var chaseSink uint32
+
+// pingPong pins two threads to CPUs 0 and 1 and has them take turns
+// writing one cache line rounds times; it returns the time of a round
+// trip (the line there and back). False on a machine of one CPU.
+func pingPong(rounds int) (time.Duration, bool) {
+	if runtime.NumCPU() < 2 {
+		return 0, false
+	}
+	var line struct {
+		_ [64]byte
+		v atomic.Int64
+		_ [64]byte
+	}
+	pin := func(cpu int) {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		_ = unix.SchedSetaffinity(0, &set)
+	}
+	done := make(chan time.Duration)
+	go func() {
+		defer runtime.UnlockOSThread()
+		pin(1)
+		for i := int64(1); i < int64(2*rounds); i += 2 {
+			for line.v.Load() != i {
+			}
+			line.v.Store(i + 1)
+		}
+	}()
+	go func() {
+		defer runtime.UnlockOSThread()
+		pin(0)
+		start := time.Now()
+		for i := int64(0); i < int64(2*rounds); i += 2 {
+			for line.v.Load() != i {
+			}
+			line.v.Store(i + 1)
+		}
+		done <- time.Since(start)
+	}()
+	return <-done / time.Duration(rounds), true
 }

@@ -37,6 +37,12 @@ func TestMeasures(t *testing.T) {
 	if _, _, _, err := readFile(empty, 2); err == nil {
 		t.Error("an empty file was measured")
 	}
+	if d := chase(1<<20, 1<<14); d <= 0 || d > time.Millisecond {
+		t.Errorf("chase: %v a load", d)
+	}
+	if d, ok := pingPong(1000); ok && (d <= 0 || d > 10*time.Millisecond) {
+		t.Errorf("pingPong: %v a round trip", d)
+	}
 	if m := median([]time.Duration{5, 1, 3}); m != 3 {
 		t.Errorf("median of 5, 1, 3: %v", m)
 	}
