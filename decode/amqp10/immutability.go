@@ -335,7 +335,8 @@ func (im *Immutability) Observe(u *decode.Unit) (ImmutabilityVerdict, bool) {
 	} // else the entry is the one with these very bytes
 	if v.Identical = v.Offset < 0; v.Identical {
 		// Most messages leave as they entered: the message keeps where it
-		// entered, and its field is built when a tree is (IdenticalField).
+		// entered, and its field is built when a tree is (see
+		// CompletedMessage.AnnotationFields).
 		im.rep.Identical++
 		cm.identical = from
 		return v, true
