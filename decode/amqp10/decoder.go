@@ -775,7 +775,7 @@ func appendTerminus(s []byte, label string, b []byte, c *Composite, i int) []byt
 		return s
 	}
 	var t Composite
-	if t.Set(b, *f) != nil {
+	if t.setTo(b, f) != nil {
 		return s
 	}
 	s = append(s, label...)
@@ -832,7 +832,7 @@ func appendErrorValue(s []byte, b []byte, c *Composite, i int) []byte {
 		return s
 	}
 	var e Composite
-	if e.Set(b, *f) != nil {
+	if e.setTo(b, f) != nil {
 		return s
 	}
 	if cond, ok := e.Bytes(b, 0); ok {

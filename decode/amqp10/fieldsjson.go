@@ -295,7 +295,7 @@ func (w *jsonWriter) message(u *decode.Unit, cm *CompletedMessage) {
 				return
 			}
 		}
-		if cm.identical.paired && a.Key == "immutability" {
+		if cm.identical.paired && a.Key == verdictKey {
 			w.fail()
 			return
 		}
@@ -363,7 +363,7 @@ func (w *jsonWriter) message(u *decode.Unit, cm *CompletedMessage) {
 		w.count++
 	}
 	if cm.identical.paired {
-		w.out = append(w.out, `,"immutability":"identical"`...)
+		w.out = append(w.out, `,"`+verdictKey+`":"identical"`...)
 		w.count++
 	}
 	w.out = append(w.out, '}')

@@ -382,6 +382,9 @@ func (s sentAt) name() string {
 	return n
 }
 
+// verdictKey is the verdict field's key in the message subtree.
+const verdictKey = "immutability"
+
 // verdictField is the verdict's field in the message subtree
 // (amqp.immutability: "identical" or "modified", display text), with
 // how it was paired, where the message entered and, for a modified one,
@@ -393,7 +396,7 @@ func verdictField(from sentAt, value, display string, offset int) *decode.Field 
 		matchedBy = matchedByID
 	}
 	f := &blk.f
-	*f = decode.Field{Key: "immutability", Name: "amqp.immutability", Value: value, Display: display, Kids: blk.ptrs[:0]}
+	*f = decode.Field{Key: verdictKey, Name: "amqp.immutability", Value: value, Display: display, Kids: blk.ptrs[:0]}
 	blk.kids[0] = decode.Field{Key: "matched-by", Value: matchedBy}
 	blk.kids[1] = decode.Field{Key: "from-conn", Value: uint64(from.conn)}
 	f.Add(&blk.kids[0])

@@ -587,10 +587,7 @@ func ScanComposite(b []byte, off int, c *Composite) error {
 }
 
 // Set locates the fields of the described list v.
-func (c *Composite) Set(b []byte, v Value) error {
-	c.List = v
-	return c.setFields(b)
-}
+func (c *Composite) Set(b []byte, v Value) error { return c.setTo(b, &v) }
 
 // setTo is Set with v by reference: one copy of it rather than two.
 func (c *Composite) setTo(b []byte, v *Value) error {
