@@ -140,6 +140,13 @@ func (p *Pipeline) Stage(u *decode.Unit) {
 	p.stage(u)
 }
 
+// LendStage lends the stage b's spare room for the summaries it makes
+// that nothing but their units refers to (a consumer's deliveries: see
+// amqp091.Summarizer.Lend), and returns the buffer lent before, holding
+// those it made since. A caller that staged a batch of units between two
+// calls may reuse the buffer returned once it is done with those units.
+func (p *Pipeline) LendStage(b []byte) []byte { return p.late.Lend(b) }
+
 // NeedsStage says whether a pipeline with [Config.Staged] leaves work on
 // u to [Pipeline.Stage]: the units of AMQP connections. The others have
 // none but the counting, which emit does while the unit is in its cache:

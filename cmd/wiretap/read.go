@@ -152,7 +152,7 @@ func runRead(path string, f *decodeFlags) error {
 		// decoders' arena once written: the units in flight are then all
 		// the memory units take, and it stays in the caches.
 		arena = decode.NewArena(0)
-		r := newParallelRender(pr, func(u *decode.Unit) { pl.Stage(u) }, arena)
+		r := newParallelRender(pr, func(u *decode.Unit) { pl.Stage(u) }, func(b []byte) []byte { return pl.LendStage(b) }, arena)
 		sink, wait = r.add, r.close
 	} else {
 		s := newParallelSink(pr.Unit)

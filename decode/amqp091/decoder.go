@@ -712,6 +712,27 @@ func (s *byteSlab) carve(b []byte) []byte {
 	return s.buf[n:len(s.buf):len(s.buf)]
 }
 
+// reserve returns an empty slice, at the slab's end, with room for n
+// bytes: what is appended to it (n bytes at most) is then kept by
+// commit, with no copy made.
+func (s *byteSlab) reserve(n int) []byte {
+	if cap(s.buf)-len(s.buf) < n {
+		s.buf = decode.MakeNoZero(max(nextSlab(&s.next, rawSlab), n))
+	}
+	return s.buf[len(s.buf):len(s.buf):cap(s.buf)]
+}
+
+// commit keeps b, appended to what reserve returned, as a string of the
+// slab. A b that outgrew the room reserved was moved by append: it is
+// kept where it went.
+func (s *byteSlab) commit(b []byte) string {
+	if len(b) > cap(s.buf)-len(s.buf) {
+		return string(b)
+	}
+	s.buf = s.buf[:len(s.buf)+len(b)]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 // text returns a copy of b as a string, carved as carve does.
 func (s *byteSlab) text(b []byte) string {
 	if len(b) > rawCarved {

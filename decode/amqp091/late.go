@@ -29,6 +29,26 @@ type Summarizer struct {
 	// slab is what summaries are carved from: a string each would cost
 	// an allocation a unit.
 	slab byteSlab
+	// lent is the buffer a caller lent (Lend): retagged summaries are
+	// written there first.
+	lent byteSlab
+}
+
+// Lend gives the Summarizer b's spare room (b[len(b):cap(b)]) for the
+// delivery summaries it makes from now on, before memory of its own, and
+// returns the buffer lent before, holding those it wrote. Nothing but
+// their units refers to these (the Summarizer keeps the summary each is
+// made from apart): a caller that knows when the units are done with
+// (read, which writes them in batches) may reuse the buffer then, and
+// a consumer's stream of deliveries, a summary each, then takes no
+// fresh memory. The fanout's 35 MB of summaries did, a fault and a
+// clearing a page (its read: 37 -> 24 MB of anonymous memory; as fast
+// when the machine's memory is, 7-13% faster when it is slow).
+// Lend(nil) takes the buffer back.
+func (z *Summarizer) Lend(b []byte) []byte {
+	prev := z.lent.buf
+	z.lent.buf = b
+	return prev
 }
 
 // SummaryLater is the summary a decoder gives a unit whose summary it
@@ -58,19 +78,25 @@ func (z *Summarizer) Summarize(u *decode.Unit) {
 		return
 	}
 	t := &z.tagged[u.Dir&1]
-	if s, ok := t.retag(z.scratch[:0], p); ok {
-		z.scratch = s
-		u.Summary = z.slab.text(s)
-		t.payload, t.summary, t.to = p, u.Summary, len(s)-(len(t.summary)-t.to)
-	} else {
-		var mark tagMark
-		z.scratch = appendMethodSummaryAt(z.scratch[:0], info, p[4:], &mark)
-		u.Summary = z.slab.text(z.scratch)
-		if mark.at >= 0 {
-			*t = taggedSummary{payload: p, summary: u.Summary, at: 4 + mark.at, from: mark.from, to: mark.to}
-		} else {
-			*t = taggedSummary{} // no tag: nothing to retag from
+	if tag, n, ok := t.matches(p); ok {
+		slab := &z.slab
+		if cap(z.lent.buf)-len(z.lent.buf) >= n {
+			slab = &z.lent
 		}
+		u.Summary = slab.commit(t.appendRetagged(slab.reserve(n), tag))
+		// Repeated, the method's bytes are those the summary t keeps
+		// was made of: a retagged one may be in a lent buffer, which
+		// the Summarizer must not hand out again.
+		*last = lastSummary{payload: t.payload, summary: t.summary}
+		return
+	}
+	var mark tagMark
+	z.scratch = appendMethodSummaryAt(z.scratch[:0], info, p[4:], &mark)
+	u.Summary = z.slab.text(z.scratch)
+	if mark.at >= 0 {
+		*t = taggedSummary{payload: p, summary: u.Summary, at: 4 + mark.at, from: mark.from, to: mark.to}
+	} else {
+		*t = taggedSummary{} // no tag: nothing to retag from
 	}
 	*last = lastSummary{payload: p, summary: u.Summary}
 }
@@ -83,14 +109,32 @@ type taggedSummary struct {
 	at, from, to int
 }
 
-// retag appends to dst the summary of p when p is t's payload but for
-// the delivery-tag: t's summary with the tag's digits replaced.
-func (t *taggedSummary) retag(dst, p []byte) ([]byte, bool) {
+// matches reports whether p is t's payload but for the delivery-tag,
+// with the tag and the length of its summary (t's with the tag's
+// digits replaced).
+func (t *taggedSummary) matches(p []byte) (tag uint64, n int, ok bool) {
 	q, at := t.payload, t.at
 	if t.summary == "" || len(p) != len(q) || string(p[:at]) != string(q[:at]) || string(p[at+8:]) != string(q[at+8:]) {
-		return dst, false
+		return 0, 0, false
 	}
-	dst = append(dst, t.summary[:t.from]...)
-	dst = strconv.AppendUint(dst, binary.BigEndian.Uint64(p[at:]), 10)
-	return append(dst, t.summary[t.to:]...), true
+	tag = binary.BigEndian.Uint64(p[at:])
+	return tag, t.from + decimalDigits(tag) + len(t.summary) - t.to, true
+}
+
+// appendRetagged appends t's summary with tag's digits in place of its
+// own.
+func (t *taggedSummary) appendRetagged(b []byte, tag uint64) []byte {
+	b = append(b, t.summary[:t.from]...)
+	b = strconv.AppendUint(b, tag, 10)
+	return append(b, t.summary[t.to:]...)
+}
+
+// decimalDigits is how many digits v has in base 10.
+func decimalDigits(v uint64) int {
+	n := 1
+	for v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
 }

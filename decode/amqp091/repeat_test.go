@@ -1,7 +1,9 @@
 package amqp091
 
 import (
+	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/wiretap-dev/wiretap/decode"
 )
@@ -118,6 +120,19 @@ func itoa(n int) string {
 	return itoa(n/10) + string(rune('0'+n%10))
 }
 
+// decodeNowAndLater decodes b (frames of the server's) twice: with the
+// summaries made at once, and with those outside the connection class
+// left to a Summarizer (Options.LateSummaries).
+func decodeNowAndLater(b []byte) (now, later *recorder) {
+	d, now := newTestDecoder(nil)
+	d.Feed(decode.DirB, b, t0)
+	opt := decode.DefaultOptions()
+	opt.LateSummaries = true
+	dl, later := newTestDecoder(opt)
+	dl.Feed(decode.DirB, b, t0)
+	return now, later
+}
+
 // TestLateDeliverySummaries checks the Summarizer on a consumer's
 // deliveries, whose bytes differ in the delivery-tag alone: it makes the
 // summaries the decoder makes, as the tag gains digits, and when more
@@ -135,14 +150,16 @@ func TestLateDeliverySummaries(t *testing.T) {
 	deliver("c2", 99, true)
 	deliver("c2", 100, true)
 	deliver("c2", 1<<63, true)
-	d, now := newTestDecoder(nil)
-	d.Feed(decode.DirB, b, t0)
-	opt := decode.DefaultOptions()
-	opt.LateSummaries = true
-	dl, later := newTestDecoder(opt)
-	dl.Feed(decode.DirB, b, t0)
-	if len(later.units) != 11 || len(now.units) != 11 {
-		t.Fatalf("%d and %d units, want 11", len(later.units), len(now.units))
+	deliver("c2", 1<<64-1, true)
+	// Enough deliveries that the summaries fill several of the
+	// Summarizer's slabs, each retagged from one in the slab before.
+	const many = 5000
+	for tag := uint64(1); tag <= many; tag++ {
+		deliver("c3", tag*999, false)
+	}
+	now, later := decodeNowAndLater(b)
+	if len(later.units) != 12+many || len(now.units) != 12+many {
+		t.Fatalf("%d and %d units, want %d", len(later.units), len(now.units), 12+many)
 	}
 	var z Summarizer
 	for i, u := range later.units {
@@ -154,7 +171,92 @@ func TestLateDeliverySummaries(t *testing.T) {
 			t.Errorf("unit %d: summarised %q, want %q", i+1, u.Summary, want)
 		}
 	}
+	// Nothing made later wrote over a summary made before.
+	for i, u := range later.units {
+		if want := now.units[i].Summary; u.Summary != want {
+			t.Fatalf("unit %d: summary %q at the end, want %q", i+1, u.Summary, want)
+		}
+	}
 	if s := later.units[6].Summary; s != "Basic.Deliver ctag=c2 tag=13 x=ex rk=rk" {
 		t.Errorf("unit 7: %q", s)
+	}
+}
+
+// TestDecimalDigits checks the digits counted for a retagged summary's
+// room against strconv, at every power of ten.
+func TestDecimalDigits(t *testing.T) {
+	for v := uint64(1); ; v *= 10 {
+		for _, x := range []uint64{v - 1, v, v + 1} {
+			if got, want := decimalDigits(x), len(strconv.FormatUint(x, 10)); got != want {
+				t.Errorf("decimalDigits(%d) = %d, want %d", x, got, want)
+			}
+		}
+		if v > 1<<64/10 {
+			break
+		}
+	}
+	if got := decimalDigits(1<<64 - 1); got != 20 {
+		t.Errorf("decimalDigits(max) = %d, want 20", got)
+	}
+}
+
+// TestLendSummaries checks Summarizer.Lend: retagged delivery summaries
+// are written in the buffer lent, the Summarizer hands out none of them
+// again once the buffer is taken back (read reuses it then), what does
+// not fit goes to its own memory, and every summary is the decoder's.
+func TestLendSummaries(t *testing.T) {
+	var b []byte
+	for tag := uint64(1); tag <= 600; tag++ {
+		m := &BasicDeliver{ConsumerTag: []byte("c1"), DeliveryTag: tag, Exchange: []byte("ex"), RoutingKey: []byte("rk")}
+		b = AppendMethodFrame(b, 1, m)
+		if tag%50 == 0 {
+			b = AppendMethodFrame(b, 1, m) // the same bytes again
+		}
+	}
+	now, later := decodeNowAndLater(b)
+	if len(later.units) != len(now.units) || len(later.units) != 612 {
+		t.Fatalf("%d and %d units, want 612", len(later.units), len(now.units))
+	}
+	var z Summarizer
+	in := func(s string, buf []byte) bool {
+		p, q := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.SliceData(buf[:cap(buf)])))
+		return p >= q && p < q+uintptr(cap(buf))
+	}
+	lentTo := 0
+	// Batches of up to 40 units, one ending before each repeated
+	// delivery: the repeat's summary must not be the one in the buffer
+	// just taken back.
+	for i := 0; i < len(later.units); {
+		j := i + 1
+		for j < len(later.units) && j-i < 40 && string(later.units[j].Raw) != string(later.units[j-1].Raw) {
+			j++
+		}
+		// A small buffer, so that some batches overflow it.
+		z.Lend(make([]byte, 0, 1200))
+		units := later.units[i:j]
+		for _, u := range units {
+			z.Summarize(u)
+		}
+		buf := z.Lend(nil)
+		for k, u := range units {
+			if want := now.units[i+k].Summary; u.Summary != want {
+				t.Fatalf("unit %d: summarised %q, want %q", i+k+1, u.Summary, want)
+			}
+			if in(u.Summary, buf) {
+				lentTo++
+			}
+		}
+		if len(buf) > cap(buf) || len(buf) == 0 {
+			t.Fatalf("batch at %d: %d bytes of %d written in the lent buffer", i, len(buf), cap(buf))
+		}
+		// Done with: read reuses the buffer, as garbage here.
+		buf = buf[:cap(buf)]
+		for x := range buf {
+			buf[x] = '#'
+		}
+		i = j
+	}
+	if lentTo < len(later.units)/2 || lentTo == len(later.units) {
+		t.Errorf("%d summaries of %d in lent buffers, want most but not all (the small buffer overflows)", lentTo, len(later.units))
 	}
 }
