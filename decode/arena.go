@@ -58,7 +58,7 @@ type Arena struct {
 	// owned holds the buffers units own alone (Own), pooled for Bytes
 	// once their unit is released.
 	owned Slots[[]byte]
-	pool  bytePool
+	pool  *BufferPool
 
 	slotsMu sync.Mutex
 	slots   map[reflect.Type]any
@@ -108,7 +108,7 @@ func NewArena(slabUnits int) *Arena {
 	if slabUnits <= 0 {
 		slabUnits = arenaSlabUnits
 	}
-	a := &Arena{size: slabUnits}
+	a := &Arena{size: slabUnits, pool: NewBufferPool(poolBytes)}
 	a.owned.a = a
 	return a
 }
@@ -120,7 +120,7 @@ func (a *Arena) Bytes(n int) []byte {
 	if a == nil || n < poolMin {
 		return MakeNoZero(n)
 	}
-	if b := a.pool.get(n); b != nil {
+	if b := a.pool.Get(n); b != nil {
 		a.bytesReused++
 		return b
 	}
@@ -286,7 +286,7 @@ func (a *Arena) releaseRun(s *arenaSlab, i, j int, slots []slotClearer) {
 					b[x] = 0xdb
 				}
 			}
-			a.pool.put(b)
+			a.pool.Put(b)
 		}
 	}
 	if s.refs.Add(-int64(j-i)) == 0 {
@@ -366,38 +366,50 @@ func (s *Slots[T]) Of(u *Unit) *T {
 	return &(*by)[i]
 }
 
-// bytePool keeps the buffers released units owned, for Bytes: the last
-// put first, up to poolBytes of them.
-type bytePool struct {
+const (
+	// poolMin is the smallest buffer the arena pools: smaller ones cost
+	// less to allocate than to keep.
+	poolMin = 4 << 10
+	// poolBytes bounds what the arena's pool keeps.
+	poolBytes = 16 << 20
+)
+
+// BufferPool keeps byte buffers for reuse, the one put last given out
+// first: the likeliest to be in a cache still (a queue would hand out
+// the one put longest ago, which with twenty of 512 KiB is ten megabytes
+// back). It keeps up to a number of bytes in all, and is safe for
+// concurrent use. An arena keeps the buffers of released units in one;
+// read keeps its output buffers in another.
+type BufferPool struct {
 	mu    sync.Mutex
 	bufs  [][]byte
 	bytes int
+	max   int
 }
 
-const (
-	// poolMin is the smallest buffer pooled: smaller ones cost less to
-	// allocate than to keep.
-	poolMin = 4 << 10
-	// poolBytes bounds what the pool keeps.
-	poolBytes = 16 << 20
-	// poolProbes is how many of the latest buffers get looks at.
-	poolProbes = 8
-)
+// NewBufferPool returns an empty pool that keeps up to max bytes.
+func NewBufferPool(max int) *BufferPool { return &BufferPool{max: max} }
 
-func (p *bytePool) put(b []byte) {
+// bufferProbes is how many of the latest buffers Get looks at.
+const bufferProbes = 8
+
+// Put keeps b's array for Get, unless the pool would then hold more than
+// its bytes. b must not be used after.
+func (p *BufferPool) Put(b []byte) {
 	p.mu.Lock()
-	if p.bytes+cap(b) <= poolBytes {
+	if p.bytes+cap(b) <= p.max {
 		p.bufs = append(p.bufs, b[:0])
 		p.bytes += cap(b)
 	}
 	p.mu.Unlock()
 }
 
-// get returns a pooled buffer with room for n bytes, or nil.
-func (p *bytePool) get(n int) []byte {
+// Get returns an empty buffer with room for n bytes, the latest put that
+// has it (among the last few), or nil.
+func (p *BufferPool) Get(n int) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := len(p.bufs) - 1; i >= 0 && i >= len(p.bufs)-poolProbes; i-- {
+	for i := len(p.bufs) - 1; i >= 0 && i >= len(p.bufs)-bufferProbes; i-- {
 		if b := p.bufs[i]; cap(b) >= n {
 			last := len(p.bufs) - 1
 			p.bufs[i] = p.bufs[last]
@@ -408,4 +420,11 @@ func (p *bytePool) get(n int) []byte {
 		}
 	}
 	return nil
+}
+
+// Bytes is how many bytes the pool keeps.
+func (p *BufferPool) Bytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
 }

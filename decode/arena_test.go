@@ -338,8 +338,8 @@ func TestArenaBytes(t *testing.T) {
 		a.Own(u, make([]byte, 10000))
 		a.Release([]*Unit{u})
 	}
-	if a.pool.bytes > poolBytes {
-		t.Fatalf("the pool keeps %d bytes", a.pool.bytes)
+	if n := a.pool.Bytes(); n > poolBytes {
+		t.Fatalf("the pool keeps %d bytes", n)
 	}
 }
 
@@ -369,5 +369,28 @@ func BenchmarkArenaRelease(b *testing.B) {
 			a.Release(us)
 			us = us[:0]
 		}
+	}
+}
+
+// TestBufferPool checks the pool's order (the last put first, among
+// those with room enough) and its bound.
+func TestBufferPool(t *testing.T) {
+	p := NewBufferPool(60)
+	a, b := make([]byte, 3, 10), make([]byte, 0, 20)
+	p.Put(a)
+	p.Put(b)
+	if got := p.Get(5); cap(got) != 20 || len(got) != 0 {
+		t.Fatalf("Get(5): cap %d len %d, want the last put (cap 20), empty", cap(got), len(got))
+	}
+	if got := p.Get(15); got != nil {
+		t.Fatalf("Get(15) gave cap %d with only 10 pooled", cap(got))
+	}
+	if got := p.Get(10); cap(got) != 10 || len(got) != 0 {
+		t.Fatalf("Get(10): cap %d len %d, want the first put, empty", cap(got), len(got))
+	}
+	p.Put(make([]byte, 0, 40))
+	p.Put(make([]byte, 0, 40)) // past the bound: not kept
+	if n := p.Bytes(); n != 40 {
+		t.Fatalf("%d bytes kept, want 40", n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wiretap-dev/wiretap/decode"
@@ -207,11 +206,11 @@ type parallelRender struct {
 	err    error
 	// bufs recycles output buffers: a fresh buffer per batch would cost
 	// more in zeroing than the rendering itself. buf is a new one's size.
-	bufs bufStack
+	bufs *decode.BufferPool
 	buf  int
 	// sums recycles the memory lent to the stage for a batch's summaries
 	// (renderJob.sums).
-	sums bufStack
+	sums *decode.BufferPool
 	// lists recycles the batches' lists of units, cleared once written
 	// (a list of 4,096 pointers is 32 KiB to zero and scan).
 	lists chan []*decode.Unit
@@ -236,9 +235,14 @@ const (
 	renderBatchJSON  = 1024
 	renderBatchBytes = 1 << 20
 	renderInFlight   = 8
-	// renderKept is how many output buffers and lists of units are kept
-	// for the next batches.
+	// renderKept is how many lists of units, and of the stage's lent
+	// buffers, are kept for the next batches.
 	renderKept = 2*renderInFlight + 4
+	// renderKeptBytes bounds the output buffers kept: more than the
+	// batches in flight ever have in text (some ten of 512 KiB), and a
+	// bound on JSON's, which grow with their batches (AMQP 1.0
+	// multi-frame messages: megabytes).
+	renderKeptBytes = 64 << 20
 )
 
 // stageLend is the size of the buffer lent to the stage for a batch's
@@ -299,6 +303,8 @@ func newParallelRender(p *printer, stage func(*decode.Unit), lend func([]byte) [
 	if p.f.format == "json" {
 		r.batch, r.buf = renderBatchJSON, renderBufJSON
 	}
+	r.bufs = decode.NewBufferPool(renderKeptBytes)
+	r.sums = decode.NewBufferPool(renderKept * stageLend)
 	r.cur = make([]*decode.Unit, 0, r.batch)
 	workers := renderWorkers(p.f.format)
 	for range workers {
@@ -319,7 +325,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit), lend func([]byte) [
 		go func() {
 			for j := range r.staged {
 				if j.staged {
-					b := r.sums.get()
+					b := r.sums.Get(stageLend)
 					if b == nil {
 						b = make([]byte, 0, stageLend)
 					}
@@ -343,12 +349,12 @@ func newParallelRender(p *printer, stage func(*decode.Unit), lend func([]byte) [
 			if r.err == nil {
 				_, r.err = p.out.Write(j.out)
 			}
-			r.bufs.put(j.out[:0])
+			r.bufs.Put(j.out)
 			// Written: nothing reads these units again, nor the
 			// summaries made for them in sums.
 			r.arena.Release(j.units)
 			if j.sums != nil {
-				r.sums.put(j.sums[:0])
+				r.sums.Put(j.sums)
 			}
 			clear(j.units) // let go of the units
 			select {
@@ -373,7 +379,7 @@ func (r *parallelRender) add(u *decode.Unit) {
 
 func (r *parallelRender) send() {
 	var out []byte
-	if out = r.bufs.get(); out == nil {
+	if out = r.bufs.Get(r.buf); out == nil {
 		out = make([]byte, 0, r.buf)
 	}
 	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{}), staged: r.curStaged}
@@ -448,36 +454,4 @@ func compileFilter(expr string) (*filter.Filter, error) {
 		return nil, usageErr("--filter: %s", strings.TrimPrefix(err.Error(), "filter: "))
 	}
 	return flt, nil
-}
-
-// bufStack keeps the output buffers written out, the last one first: it
-// is the likeliest to be still in a cache (a queue hands out the one
-// written longest ago: with twenty of 512 KiB, ten megabytes that the
-// renderer's every line misses).
-type bufStack struct {
-	mu   sync.Mutex
-	bufs [][]byte
-}
-
-// put keeps b unless renderKept are kept already.
-func (s *bufStack) put(b []byte) {
-	s.mu.Lock()
-	if len(s.bufs) < renderKept {
-		s.bufs = append(s.bufs, b)
-	}
-	s.mu.Unlock()
-}
-
-// get returns the buffer put last, or nil.
-func (s *bufStack) get() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := len(s.bufs)
-	if n == 0 {
-		return nil
-	}
-	b := s.bufs[n-1]
-	s.bufs[n-1] = nil
-	s.bufs = s.bufs[:n-1]
-	return b
 }
