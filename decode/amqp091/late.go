@@ -42,9 +42,8 @@ type Summarizer struct {
 // (read, which writes them in batches) may reuse the buffer then, and
 // a consumer's stream of deliveries, a summary each, then takes no
 // fresh memory. The fanout's 35 MB of summaries did, a fault and a
-// clearing a page (its read: 37 -> 24 MB of anonymous memory; as fast
-// when the machine's memory is, 7-13% faster when it is slow).
-// Lend(nil) takes the buffer back.
+// clearing a page (its read: 37 -> 24 MB of anonymous memory at its
+// peak). Lend(nil) takes the buffer back.
 func (z *Summarizer) Lend(b []byte) []byte {
 	prev := z.lent.buf
 	z.lent.buf = b
