@@ -31,7 +31,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	wiretapBin = filepath.Join(dir, "wiretap")
-	out, err := exec.Command("go", "build", "-o", wiretapBin, ".").CombinedOutput()
+	args := []string{"build", "-o", wiretapBin}
+	if raceBuild {
+		// A race in the binary exits non-zero (66) with the report on
+		// stderr: the test that ran it fails.
+		args = append(args, "-race")
+	}
+	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 	if err != nil {
 		os.Stderr.Write(out)
 		os.RemoveAll(dir)
