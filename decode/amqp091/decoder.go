@@ -704,12 +704,9 @@ func (s *byteSlab) carve(b []byte) []byte {
 	if len(b) > rawCarved {
 		return append([]byte(nil), b...)
 	}
-	if cap(s.buf)-len(s.buf) < len(b) {
-		s.buf = decode.MakeNoZero(max(nextSlab(&s.next, rawSlab), len(b)))
-	}
-	n := len(s.buf)
-	s.buf = append(s.buf, b...)
-	return s.buf[n:len(s.buf):len(s.buf)]
+	c := append(s.reserve(len(b)), b...)
+	s.buf = s.buf[:len(s.buf)+len(c)]
+	return c[:len(c):len(c)]
 }
 
 // reserve returns an empty slice, at the slab's end, with room for n
