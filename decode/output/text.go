@@ -112,11 +112,7 @@ func (e *TextEncoder) Append(b []byte, u *decode.Unit) []byte {
 			b = slices.Grow(b, len(e.pre))[:n+len(e.pre)]
 			*(*[7 + prefixLen]byte)(b[n:]) = e.pre
 		} else {
-			if u.N <= 0 || u.N != e.n+1 || !incDecimal(e.nCol) {
-				e.nCol = appendPadInt(e.nCol[:0], u.N, 7)
-			}
-			e.n = u.N
-			b = append(b, e.nCol...)
+			b = e.appendNumber(b, u.N)
 			n := len(b)
 			b = slices.Grow(b, prefixLen)[:n+prefixLen]
 			*(*[prefixLen]byte)(b[n:]) = [prefixLen]byte(e.pre[7:])
@@ -211,16 +207,22 @@ func (e *TextEncoder) fixed(u *decode.Unit) bool {
 	return true
 }
 
+// appendNumber appends the number column of unit n from nCol, counted
+// up in place from the last one's when n follows it.
+func (e *TextEncoder) appendNumber(b []byte, n int) []byte {
+	if n <= 0 || n != e.n+1 || !incDecimal(e.nCol) {
+		e.nCol = appendPadInt(e.nCol[:0], n, 7)
+	}
+	e.n = n
+	return append(b, e.nCol...)
+}
+
 // appendColumns appends the columns before the summary, one by one.
 func (e *TextEncoder) appendColumns(b []byte, u *decode.Unit) []byte {
 	if e.direct {
 		b = appendPadInt(b, u.N, 7)
 	} else {
-		if u.N <= 0 || u.N != e.n+1 || !incDecimal(e.nCol) {
-			e.nCol = appendPadInt(e.nCol[:0], u.N, 7)
-		}
-		e.n = u.N
-		b = append(b, e.nCol...)
+		b = e.appendNumber(b, u.N)
 	}
 	b = append(b, ' ')
 	if e.direct {
