@@ -422,6 +422,15 @@ func (p *BufferPool) Get(n int) []byte {
 	return nil
 }
 
+// Take is Get, or a new buffer with room for n bytes when none pooled
+// has it (its memory not cleared: see MakeNoZero).
+func (p *BufferPool) Take(n int) []byte {
+	if b := p.Get(n); b != nil {
+		return b
+	}
+	return MakeNoZero(n)
+}
+
 // Bytes is how many bytes the pool keeps.
 func (p *BufferPool) Bytes() int {
 	p.mu.Lock()

@@ -393,4 +393,10 @@ func TestBufferPool(t *testing.T) {
 	if n := p.Bytes(); n != 40 {
 		t.Fatalf("%d bytes kept, want 40", n)
 	}
+	if got := p.Take(30); cap(got) != 40 || len(got) != 0 {
+		t.Fatalf("Take(30): cap %d len %d, want the pooled 40, empty", cap(got), len(got))
+	}
+	if got := p.Take(30); cap(got) < 30 || len(got) != 0 {
+		t.Fatalf("Take(30) from an empty pool: cap %d len %d", cap(got), len(got))
+	}
 }

@@ -325,11 +325,7 @@ func newParallelRender(p *printer, stage func(*decode.Unit), lend func([]byte) [
 		go func() {
 			for j := range r.staged {
 				if j.staged {
-					b := r.sums.Get(stageLend)
-					if b == nil {
-						b = make([]byte, 0, stageLend)
-					}
-					lend(b)
+					lend(r.sums.Take(stageLend))
 					for _, u := range j.units {
 						stage(u)
 					}
@@ -378,11 +374,7 @@ func (r *parallelRender) add(u *decode.Unit) {
 }
 
 func (r *parallelRender) send() {
-	var out []byte
-	if out = r.bufs.Get(r.buf); out == nil {
-		out = make([]byte, 0, r.buf)
-	}
-	j := &renderJob{units: r.cur, out: out, ready: make(chan struct{}), staged: r.curStaged}
+	j := &renderJob{units: r.cur, out: r.bufs.Take(r.buf), ready: make(chan struct{}), staged: r.curStaged}
 	r.curStaged = false
 	if r.staged != nil {
 		r.staged <- j
